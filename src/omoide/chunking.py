@@ -1,0 +1,121 @@
+"""Splitting long documents into chunks that fit the embedder's window.
+
+Sentences end at Japanese (。！？) and Western (. ! ? followed by a space) terminators and at
+blank lines. Chunks are packed greedily from whole sentences up to ``max_tokens`` and the next
+chunk starts with the last sentences of the previous one (up to ``overlap_tokens``), so a fact
+that straddles a boundary is whole in at least one chunk. A sentence longer than a chunk is
+cut at clause marks (、，,;:), then at spaces, then — for text with no breaks at all — at a
+character boundary found by token count. Chunks never lose or reorder text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+__all__ = ["chunk_text", "split_sentences"]
+
+Counter = Callable[[str], int]
+
+# A sentence ends after a terminator (with any closing quotes/brackets and trailing space),
+# or at a blank line.
+_SENTENCE_END = re.compile(r"""(?:[。！？!?．]+|\.(?=\s)|…+)["'”’」』）)\]]*\s*|\n\s*\n\s*""")
+_CLAUSE_END = re.compile(r"[、，,;；:：]+\s*")
+_SPACE = re.compile(r"\s+")
+
+
+def _split_after(pattern: re.Pattern[str], text: str) -> list[str]:
+    pieces: list[str] = []
+    start = 0
+    for match in pattern.finditer(text):
+        end = match.end()
+        if end > start:
+            pieces.append(text[start:end])
+            start = end
+    if start < len(text):
+        pieces.append(text[start:])
+    return pieces
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences with their terminators and trailing space (``"".join`` restores the text)."""
+    return _split_after(_SENTENCE_END, text)
+
+
+def _hard_split(text: str, max_tokens: int, count: Counter) -> list[str]:
+    """Cut text with no usable breaks at the longest prefixes that fit."""
+    parts: list[str] = []
+    rest = text
+    while rest:
+        if count(rest) <= max_tokens:
+            parts.append(rest)
+            break
+        lo, hi = 1, len(rest)
+        while lo < hi:  # longest prefix within budget (at least one character)
+            mid = (lo + hi + 1) // 2
+            if count(rest[:mid]) <= max_tokens:
+                lo = mid
+            else:
+                hi = mid - 1
+        parts.append(rest[:lo])
+        rest = rest[lo:]
+    return parts
+
+
+def _fit(unit: str, max_tokens: int, count: Counter, level: int = 0) -> list[str]:
+    """Break ``unit`` into pieces each within ``max_tokens``."""
+    if count(unit) <= max_tokens:
+        return [unit]
+    splitters = (_CLAUSE_END, _SPACE)
+    if level >= len(splitters):
+        return _hard_split(unit, max_tokens, count)
+    pieces = _split_after(splitters[level], unit)
+    if len(pieces) <= 1:
+        return _fit(unit, max_tokens, count, level + 1)
+    out: list[str] = []
+    for piece in pieces:
+        out.extend(_fit(piece, max_tokens, count, level + 1))
+    return _pack(out, max_tokens, 0, count)
+
+
+def _pack(units: list[str], max_tokens: int, overlap_tokens: int, count: Counter) -> list[str]:
+    """Greedily join units into chunks within budget, carrying an overlap of whole units."""
+    sizes = [count(u) for u in units]
+    chunks: list[str] = []
+    current: list[int] = []  # indices into units
+    used = 0
+    for i, size in enumerate(sizes):
+        if current and used + size > max_tokens:
+            chunks.append("".join(units[j] for j in current))
+            carry: list[int] = []
+            carried = 0
+            for j in reversed(current):
+                if carried + sizes[j] > overlap_tokens or carried + sizes[j] + size > max_tokens:
+                    break
+                carry.insert(0, j)
+                carried += sizes[j]
+            current, used = carry, carried
+        current.append(i)
+        used += size
+    if current:
+        chunks.append("".join(units[j] for j in current))
+    return chunks
+
+
+def chunk_text(
+    text: str, *, max_tokens: int, overlap_tokens: int = 50, count: Counter
+) -> list[str]:
+    """Split ``text`` into chunks of at most ``max_tokens`` tokens as measured by ``count``.
+
+    A text that fits is returned whole. Chunks keep the original characters (whitespace at the
+    edges is stripped); consecutive chunks share up to ``overlap_tokens`` of whole sentences.
+    """
+    if max_tokens < 1:
+        raise ValueError("max_tokens must be >= 1")
+    if count(text) <= max_tokens:
+        return [text]
+    units: list[str] = []
+    for sentence in split_sentences(text):
+        units.extend(_fit(sentence, max_tokens, count))
+    chunks = [c.strip() for c in _pack(units, max_tokens, max(0, overlap_tokens), count)]
+    return [c for c in chunks if c]

@@ -1,0 +1,154 @@
+"""Every exception omoide raises on purpose.
+
+All of them derive from :class:`OmoideError`, so ``except omoide.errors.OmoideError`` catches
+anything the library signals deliberately. The hierarchy::
+
+    OmoideError
+    ├── ValidationError (also a ValueError)   bad input; nothing was written
+    │   ├── UnknownCollectionError            a semantic collection that is not configured
+    │   ├── UnknownLayerError                 a layer name other than the four (and "archive")
+    │   ├── TokenBudgetError                  content larger than a working-memory slot allows
+    │   ├── ScopeSyntaxError                  a scope string that does not parse
+    │   └── ConditionSyntaxError              a forgetting condition that does not parse
+    ├── NotFoundError (also a KeyError)       an id or name that does not exist
+    ├── AlreadyExistsError                    creating something whose name is taken
+    ├── ConfigError                           a configuration that cannot work
+    ├── StoreLockedError                      the data directory is held by another process
+    ├── StorageError                          the store is damaged or inconsistent
+    ├── CapacityError                         a collection is full and its rule is to refuse
+    ├── ProtectedMemoryError                  never-forget: protected memory cannot be removed
+    ├── PermissionDeniedError                 an agent reading or writing outside its scope
+    ├── AuthenticationError                   no key or an unknown key (servers)
+    └── LLMError                              an LLM endpoint failed or answered unusably
+
+Errors carry a human-readable message that names the offending field or item.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AlreadyExistsError",
+    "AuthenticationError",
+    "CapacityError",
+    "ConditionSyntaxError",
+    "ConfigError",
+    "LLMError",
+    "NotFoundError",
+    "OmoideError",
+    "PermissionDeniedError",
+    "ProtectedMemoryError",
+    "ScopeSyntaxError",
+    "StorageError",
+    "StoreLockedError",
+    "TokenBudgetError",
+    "UnknownCollectionError",
+    "UnknownLayerError",
+    "ValidationError",
+]
+
+
+class OmoideError(Exception):
+    """Base class of every error omoide raises deliberately."""
+
+
+class ValidationError(OmoideError, ValueError):
+    """An argument was rejected at the boundary; nothing was changed.
+
+    ``field`` names the argument (or ``argument.key``) that was wrong.
+    """
+
+    def __init__(self, field: str, message: str) -> None:
+        self.field = field
+        self.message = message
+        super().__init__(f"{field}: {message}")
+
+
+class UnknownCollectionError(ValidationError):
+    """A semantic collection name that is not configured."""
+
+    def __init__(self, name: object, known: list[str]) -> None:
+        super().__init__(
+            "collection", f"unknown collection {name!r}; known: {', '.join(sorted(known))}"
+        )
+
+
+class UnknownLayerError(ValidationError):
+    """A layer name that omoide does not have."""
+
+    def __init__(self, name: object, known: list[str], field: str = "layer") -> None:
+        super().__init__(field, f"unknown layer {name!r}; known: {', '.join(known)}")
+
+
+class TokenBudgetError(ValidationError):
+    """Content does not fit the token budget of a working-memory slot."""
+
+
+class ScopeSyntaxError(ValidationError):
+    """A scope string that does not follow the scope grammar."""
+
+
+class ConditionSyntaxError(ValidationError):
+    """A forgetting-policy condition that does not parse.
+
+    ``position`` is the 0-based character offset where parsing failed.
+    """
+
+    def __init__(self, condition: str, position: int, message: str) -> None:
+        self.condition = condition
+        self.position = position
+        pointer = " " * position + "^"
+        super().__init__(
+            "condition", f"{message} at position {position}\n  {condition}\n  {pointer}"
+        )
+
+
+class NotFoundError(OmoideError, KeyError):
+    """An id or name that does not exist (or is not visible to the caller)."""
+
+    def __init__(self, kind: str, key: object) -> None:
+        self.kind = kind
+        self.key = key
+        super().__init__(f"{kind} {key!r} not found")
+
+    def __str__(self) -> str:  # KeyError would add quotes around the message
+        return str(self.args[0])
+
+
+class AlreadyExistsError(OmoideError):
+    """Something with that name already exists."""
+
+
+class ConfigError(OmoideError):
+    """The configuration cannot work (bad value, incompatible embedder, ...)."""
+
+
+class StoreLockedError(OmoideError):
+    """The data directory is owned by another process (or another Memory in this one).
+
+    ChromaDB's persistent client is not safe for several writer processes, so one process
+    owns a data directory; others share it through ``omoide serve``.
+    """
+
+
+class StorageError(OmoideError):
+    """The store on disk is damaged or inconsistent in a way omoide cannot repair."""
+
+
+class CapacityError(OmoideError):
+    """A collection reached its cap and its declared rule is to refuse new documents."""
+
+
+class ProtectedMemoryError(OmoideError):
+    """A never-forget item cannot be deleted, archived or compressed, by any path."""
+
+
+class PermissionDeniedError(OmoideError):
+    """An agent tried to read or write outside the scopes it belongs to."""
+
+
+class AuthenticationError(OmoideError):
+    """A server request came without a key or with a key that is not configured."""
+
+
+class LLMError(OmoideError):
+    """An LLM endpoint failed, timed out, or answered with something unusable."""

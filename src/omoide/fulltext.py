@@ -1,0 +1,211 @@
+"""Full-text analysis for SQLite FTS5, in Japanese and English.
+
+FTS5's ``unicode61`` tokenizer splits on spaces and punctuation, which leaves a Japanese
+sentence as one long token, and the ``trigram`` tokenizer cannot match words shorter than
+three characters (価格, 先週, 方針 ...). omoide therefore analyses text itself before it
+reaches FTS5: runs of Japanese, Chinese or Korean characters become overlapping character
+bigrams (a single character stays a unigram), and other words stay words, lower-cased after
+NFKC normalisation. The FTS5 table then uses ``porter unicode61``, which stems English words
+and leaves the bigrams alone. Queries go through the same analysis, lose English stop words,
+and become an OR of terms ranked by BM25.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+__all__ = ["analyze", "index_text", "match_expression"]
+
+_CJK_CHARS = (
+    "\u3005\u3006\u3007"  # 々 〆 〇
+    "\u3040-\u309f"  # hiragana
+    "\u30a0-\u30ff"  # katakana (incl. ー)
+    "\u31f0-\u31ff"  # katakana phonetic extensions
+    "\u3400-\u4dbf"  # CJK extension A
+    "\u4e00-\u9fff"  # CJK unified ideographs
+    "\uf900-\ufaff"  # CJK compatibility ideographs
+    "\uac00-\ud7af"  # hangul syllables
+)
+_CJK_RUN = re.compile(f"[{_CJK_CHARS}]+")
+_TOKEN = re.compile(f"[{_CJK_CHARS}]+|[^\\W_]+")
+_HIRAGANA_ONLY = re.compile("^[\u3040-\u309f]+$")
+
+STOP_WORDS = frozenset(
+    [
+        "a",
+        "about",
+        "above",
+        "after",
+        "again",
+        "against",
+        "all",
+        "am",
+        "an",
+        "and",
+        "any",
+        "are",
+        "as",
+        "at",
+        "be",
+        "because",
+        "been",
+        "before",
+        "being",
+        "below",
+        "between",
+        "both",
+        "but",
+        "by",
+        "can",
+        "could",
+        "did",
+        "do",
+        "does",
+        "doing",
+        "down",
+        "during",
+        "each",
+        "few",
+        "for",
+        "from",
+        "further",
+        "had",
+        "has",
+        "have",
+        "having",
+        "he",
+        "her",
+        "here",
+        "hers",
+        "herself",
+        "him",
+        "himself",
+        "his",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "itself",
+        "just",
+        "me",
+        "more",
+        "most",
+        "my",
+        "myself",
+        "no",
+        "nor",
+        "not",
+        "now",
+        "of",
+        "off",
+        "on",
+        "once",
+        "only",
+        "or",
+        "other",
+        "our",
+        "ours",
+        "ourselves",
+        "out",
+        "over",
+        "own",
+        "same",
+        "she",
+        "should",
+        "so",
+        "some",
+        "such",
+        "than",
+        "that",
+        "the",
+        "their",
+        "theirs",
+        "them",
+        "themselves",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "through",
+        "to",
+        "too",
+        "under",
+        "until",
+        "up",
+        "very",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+        "yours",
+        "yourself",
+        "yourselves",
+        "s",
+        "t",
+        "don",
+        "doesn",
+        "didn",
+        "ll",
+        "ve",
+        "re",
+        "d",
+        "m",
+    ]
+)
+
+
+def analyze(text: str) -> list[str]:
+    """Terms of ``text``: words, and bigrams of Japanese/Chinese/Korean runs."""
+    normalised = unicodedata.normalize("NFKC", text).lower()
+    spaced = _CJK_RUN.sub(lambda m: f" {m.group(0)} ", normalised)
+    terms: list[str] = []
+    for match in _TOKEN.finditer(spaced):
+        token = match.group(0)
+        if _CJK_RUN.fullmatch(token):
+            if len(token) == 1:
+                terms.append(token)
+            else:
+                terms.extend(token[i : i + 2] for i in range(len(token) - 1))
+        else:
+            terms.append(token)
+    return terms
+
+
+def index_text(text: str) -> str:
+    """The analysed form of ``text`` that is stored in an FTS5 column."""
+    return " ".join(analyze(text))
+
+
+def match_expression(query: str, *, max_terms: int = 64) -> str | None:
+    """An FTS5 MATCH expression for ``query`` (OR of quoted terms), or None if it has none.
+
+    English stop words are dropped; so are hiragana-only bigrams (mostly particles and verb
+    endings) when the query has other terms. Terms are quoted, so no user text is ever read as
+    FTS5 syntax.
+    """
+    terms = [t for t in dict.fromkeys(analyze(query)) if t not in STOP_WORDS]
+    content = [t for t in terms if not _HIRAGANA_ONLY.match(t)]
+    if content:
+        terms = content
+    if not terms:
+        return None
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms[:max_terms])

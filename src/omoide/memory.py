@@ -1,0 +1,293 @@
+"""The facade: one data directory, four memory layers.
+
+>>> from omoide import Memory
+>>> with Memory("./omoide-data") as mem:                      # doctest: +SKIP
+...     mem.episodic.record("ceo", "decision", "価格は¥500から始める")
+...     mem.episodic.recall("pricing decision")
+
+A data directory holds ``omoide.db`` (SQLite, WAL: episodes, procedures, working sessions,
+the semantic registry, audit), ``chroma/`` (ChromaDB's persistent client), an optional
+``omoide.toml`` and the ``omoide.lock`` that makes this process its only owner.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import defaultdict
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from .clock import Clock, SystemClock
+from .config import Config
+from .embeddings import Embedder, default_embedder
+from .episodic import EpisodicStore, episode_text
+from .errors import ConfigError, OmoideError
+from .freshness import FreshnessCurve
+from .models import Episode, Message
+from .procedural import ProceduralMemory
+from .scope import normalize_scope
+from .semantic import SemanticStore
+from .storage import Database, DirectoryLock
+from .tokens import TokenCounter, default_token_counter
+from .working import WorkingMemory, promoted_episode_id
+
+__all__ = ["DEFAULT_DIRECTORY", "Memory", "resolve_path"]
+
+DEFAULT_DIRECTORY = "omoide-data"
+DB_NAME = "omoide.db"
+CHROMA_DIR = "chroma"
+CONFIG_NAME = "omoide.toml"
+
+
+def resolve_path(path: str | os.PathLike[str] | None) -> Path:
+    """The data directory: ``path``, else ``$OMOIDE_HOME``, else ``./omoide-data``."""
+    if path is not None:
+        return Path(path)
+    env = os.environ.get("OMOIDE_HOME")
+    return Path(env) if env else Path.cwd() / DEFAULT_DIRECTORY
+
+
+def _chroma_client(directory: Path, config: Config) -> Any:
+    import chromadb
+    from chromadb.config import Settings
+
+    settings = Settings(anonymized_telemetry=False, allow_reset=False)
+    url = config.semantic.chroma_url
+    if url:
+        from urllib.parse import urlparse
+
+        parsed = urlparse(url)
+        if parsed.scheme not in ("http", "https") or not parsed.hostname:
+            raise ConfigError(f"semantic.chroma_url: expected http(s)://host:port, got {url!r}")
+        return chromadb.HttpClient(
+            host=parsed.hostname,
+            port=parsed.port or (443 if parsed.scheme == "https" else 8000),
+            ssl=parsed.scheme == "https",
+            settings=settings,
+        )
+    return chromadb.PersistentClient(path=str(directory / CHROMA_DIR), settings=settings)
+
+
+class Memory:
+    """Long-term memory for agents: working, episodic, semantic and procedural layers.
+
+    ``Memory(path)`` opens (or creates) a data directory and holds it for this process until
+    :meth:`close` (or the end of a ``with`` block). Providers can be passed directly:
+    ``clock`` (a :class:`~omoide.clock.ManualClock` for simulations), ``embedder``,
+    ``token_counter``, ``freshness``; ``config`` overrides ``omoide.toml``.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        clock: Clock | None = None,
+        embedder: Embedder | None = None,
+        token_counter: TokenCounter | None = None,
+        config: Config | None = None,
+        freshness: FreshnessCurve | None = None,
+        lock_timeout: float | None = None,
+    ) -> None:
+        self.path = resolve_path(path)
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(f"cannot create data directory {self.path}: {exc}") from exc
+        if config is None:
+            toml = self.path / CONFIG_NAME
+            config = Config.from_toml(toml) if toml.exists() else Config()
+        self.config = config
+        self.clock: Clock = clock or SystemClock()
+        self._lock = DirectoryLock(self.path)
+        timeout = config.lock_timeout if lock_timeout is None else lock_timeout
+        self._lock.acquire(timeout, clock=self.clock)
+        self._closed = False
+        self._chroma: Any = None
+        self.db: Database | None = None
+        try:
+            self._open(embedder, token_counter, freshness)
+        except BaseException:
+            self._shutdown()
+            raise
+
+    def _open(
+        self,
+        embedder: Embedder | None,
+        token_counter: TokenCounter | None,
+        freshness: FreshnessCurve | None,
+    ) -> None:
+        config = self.config
+        self.db = Database(self.path / DB_NAME, clock=self.clock)
+        self.embedder = embedder or default_embedder()
+        self._check_embedder()
+        self.token_counter = token_counter or default_token_counter()
+        self.default_scope = normalize_scope(config.default_scope, "default_scope")
+        self._chroma = _chroma_client(self.path, config)
+        self.semantic = SemanticStore(
+            self.db,
+            self._chroma,
+            embedder=self.embedder,
+            clock=self.clock,
+            config=config.semantic,
+            default_scope=self.default_scope,
+        )
+        self.episodic = EpisodicStore(
+            self.db,
+            embedder=self.embedder,
+            clock=self.clock,
+            config=config.episodic,
+            freshness=freshness,
+            default_scope=self.default_scope,
+            overflow=self._overflow_to_semantic,
+        )
+        self.procedural = ProceduralMemory(
+            self.db, clock=self.clock, config=config.procedural, default_scope=self.default_scope
+        )
+        self._sessions: dict[tuple[str, str], WorkingMemory] = {}
+        self._sessions_lock = threading.Lock()
+        self.semantic.recover()
+
+    def _check_embedder(self) -> None:
+        """Refuse to mix vectors of two models in one directory."""
+        assert self.db is not None
+        identity = f"{self.embedder.name}:{self.embedder.dimension}"
+        stored = self.db.get_meta("embedder")
+        if stored is None:
+            self.db.set_meta("embedder", identity)
+        elif stored != identity:
+            raise ConfigError(
+                f"{self.path} was written with embedder {stored}; this Memory uses {identity}. "
+                "Vectors of different models cannot be compared: open it with the same embedder "
+                "or re-embed into a new directory (export, then import)."
+            )
+
+    # -- layers ------------------------------------------------------------------------
+
+    def working(
+        self, agent_name: str, session_id: str = "default", max_tokens: int | None = None
+    ) -> WorkingMemory:
+        """The working memory of ``(agent_name, session_id)``, restored if it exists."""
+        self._check_open()
+        key = (agent_name, session_id)
+        with self._sessions_lock:
+            session = self._sessions.get(key)
+            if session is None or (max_tokens is not None and max_tokens != session.max_tokens):
+                assert self.db is not None
+                session = WorkingMemory(
+                    self.db,
+                    agent_name=agent_name,
+                    session_id=session_id,
+                    max_tokens=max_tokens,
+                    config=self.config.working,
+                    counter=self.token_counter,
+                    clock=self.clock,
+                    promote=self._promote_message,
+                )
+                self._sessions[key] = session
+            return session
+
+    def _promote_message(self, agent_name: str, session_id: str, message: Message) -> str:
+        """Record an important message leaving working memory as an episode."""
+        assert message.id is not None
+        episode = self.episodic.record(
+            agent_name,
+            "message",
+            message.content,
+            context={
+                "role": message.role,
+                "session_id": session_id,
+                "source": "working_memory",
+                **dict(message.metadata),
+            },
+            importance=message.importance,
+            tags=["working_memory"],
+            id=promoted_episode_id(agent_name, session_id, message.id),
+            timestamp=message.created_at,
+            exist_ok=True,
+        )
+        return episode.id
+
+    def _overflow_to_semantic(self, episodes: list[Episode]) -> None:
+        """Hand episodes leaving the episodic store to the semantic layer, one document each."""
+        groups: dict[tuple[str, str], list[Episode]] = defaultdict(list)
+        for episode in episodes:
+            groups[(episode.agent_name, episode.scope)].append(episode)
+        for (agent, scope), group in groups.items():
+            self.semantic.store(
+                self.config.distill.collection,
+                [episode_text(e.description, e.outcome) for e in group],
+                [
+                    {
+                        "source": "episodic_overflow",
+                        "episode_id": e.id,
+                        "event_type": e.event_type,
+                        "timestamp": e.timestamp.isoformat(),
+                        "importance": e.importance,
+                        "tags": ",".join(e.tags),
+                    }
+                    for e in group
+                ],
+                ids=[f"episode-{e.id}" for e in group],
+                agent_name=agent,
+                scope=scope,
+            )
+
+    # -- whole-store operations -----------------------------------------------------------
+
+    def stats(self) -> dict[str, Any]:
+        """Counts per layer and the bytes on disk."""
+        self._check_open()
+        assert self.db is not None
+        return {
+            "path": str(self.path),
+            "working_sessions": int(self.db.scalar("SELECT COUNT(*) FROM working_sessions")),
+            "episodes": self.episodic.count(),
+            "semantic": {name: self.semantic.count(name) for name in self.semantic.collections},
+            "procedures": self.procedural.count(),
+            "database_bytes": self.db.size_bytes(),
+            "chroma_bytes": _tree_size(self.path / CHROMA_DIR),
+        }
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise OmoideError(f"this Memory on {self.path} is closed")
+
+    def close(self) -> None:
+        """Flush and release the data directory (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._shutdown()
+
+    def _shutdown(self) -> None:
+        try:
+            if self._chroma is not None and hasattr(self._chroma, "close"):
+                self._chroma.close()
+            if self.db is not None:
+                self.db.close()
+        finally:
+            self._chroma = None
+            self._lock.release()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return f"Memory({str(self.path)!r}, {state})"
+
+
+def _tree_size(path: Path) -> int:
+    if not path.exists():
+        return 0
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())

@@ -1,0 +1,616 @@
+"""Layer 3: the semantic store (RAG) on ChromaDB.
+
+Collections (knowledge, code, decisions, feedback by default) are ChromaDB collections with
+cosine HNSW indexes (construction_ef 200, search_ef 100, M 16). Vectors come from omoide's
+:class:`~omoide.embeddings.Embedder`, never from Chroma's default embedding function (which
+downloads a model at run time).
+
+A document longer than the embedder's window is split into chunks
+(:mod:`omoide.chunking`), stored in Chroma as ``<doc id>#<n>``. Each whole document is also
+registered in SQLite (``semantic_docs``): its text, owner, scope, lifecycle state and access
+statistics. A write registers the document as *pending*, writes the chunks to Chroma, then
+marks it *active*; a crash in between leaves a pending row that the next open completes, so
+Chroma and SQLite never disagree for long and never lose an acknowledged document.
+
+Metadata keys starting with ``_`` belong to omoide (``_doc``, ``_chunk``, ``_agent``,
+``_scope``, ``_global``, ``_r:agent:NAME`` / ``_r:team:NAME`` reader flags, ``_current``):
+callers may not set them or filter on them, so a ``where`` filter can never widen a scope.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from .chunking import chunk_text
+from .clock import Clock, from_timestamp, to_timestamp
+from .config import SemanticConfig
+from .embeddings import Embedder
+from .errors import (
+    CapacityError,
+    NotFoundError,
+    ProtectedMemoryError,
+    UnknownCollectionError,
+    ValidationError,
+)
+from .models import QueryHit, SemanticDocument
+from .scope import GLOBAL, PRIVATE, normalize_scope, reader_predicate
+from .storage import Database
+from .validation import (
+    check_metadata,
+    check_name,
+    check_positive_int,
+    check_text,
+)
+
+__all__ = ["SemanticStore", "content_id"]
+
+#: Decides whether a document is protected by a never-forget rule (collection, metadata).
+DocumentProtection = Callable[[str, Mapping[str, Any]], bool]
+
+_WHERE_OPERATORS = {"$and", "$or"}
+_FIELD_OPERATORS = {
+    "$eq",
+    "$ne",
+    "$gt",
+    "$gte",
+    "$lt",
+    "$lte",
+    "$in",
+    "$nin",
+    "$contains",
+    "$not_contains",
+}
+_DOC_OPERATORS = {"$contains", "$not_contains", "$regex", "$not_regex", "$and", "$or"}
+
+
+def content_id(document: str) -> str:
+    """The default id of a document: a hash of its content, so storing twice is one document."""
+    return "h-" + hashlib.sha256(document.encode("utf-8")).hexdigest()[:32]
+
+
+def _reader_flags(owner: str, scope: str) -> dict[str, Any]:
+    """Chroma metadata that lets a ``where`` filter select what a reader may see."""
+    flags: dict[str, Any] = {"_agent": owner, "_scope": scope, "_global": scope == GLOBAL}
+    if scope not in (GLOBAL, PRIVATE):
+        for member in scope.split(","):
+            flags[f"_r:{member}"] = True
+    return flags
+
+
+def reader_where(reader: str, reader_teams: Iterable[str] = ()) -> dict[str, Any]:
+    """A Chroma ``where`` clause selecting the chunks ``reader`` may read."""
+    options: list[dict[str, Any]] = [
+        {"_global": True},
+        {"_agent": reader},
+        {f"_r:agent:{reader}": True},
+    ]
+    options.extend({f"_r:team:{t}": True} for t in sorted(reader_teams))
+    return {"$or": options}
+
+
+def _check_where(value: Any, field: str, operators: set[str], depth: int = 0) -> dict[str, Any]:
+    """Validate a Chroma filter: known operators only, no reserved (``_``) keys."""
+    if not isinstance(value, Mapping) or not value:
+        raise ValidationError(field, "expected a non-empty mapping")
+    if depth > 16:
+        raise ValidationError(field, "is nested too deeply")
+    for key, item in value.items():
+        if not isinstance(key, str):
+            raise ValidationError(field, "keys must be strings")
+        if key in ("$and", "$or"):
+            if not isinstance(item, list) or not item:
+                raise ValidationError(f"{field}.{key}", "expected a non-empty list of filters")
+            for i, sub in enumerate(item):
+                _check_where(sub, f"{field}.{key}[{i}]", operators, depth + 1)
+        elif key.startswith("$"):
+            if key not in operators:
+                raise ValidationError(f"{field}.{key}", "unknown operator")
+        elif operators is _DOC_OPERATORS:
+            raise ValidationError(f"{field}.{key}", "where_document takes operators only")
+        elif key.startswith("_"):
+            raise ValidationError(f"{field}.{key}", "keys starting with '_' are reserved")
+        elif isinstance(item, Mapping):
+            for op in item:
+                if op not in _FIELD_OPERATORS:
+                    raise ValidationError(f"{field}.{key}.{op}", "unknown operator")
+    return dict(value)
+
+
+class SemanticStore:
+    """Layer 3; obtain it as ``Memory.semantic``."""
+
+    def __init__(
+        self,
+        db: Database,
+        client: Any,
+        *,
+        embedder: Embedder,
+        clock: Clock,
+        config: SemanticConfig | None = None,
+        count_tokens: Callable[[str], int] | None = None,
+        default_scope: str = GLOBAL,
+        protection: DocumentProtection | None = None,
+    ) -> None:
+        self._db = db
+        self._client = client
+        self._embedder = embedder
+        self._clock = clock
+        self.config = config or SemanticConfig()
+        self._default_scope = default_scope
+        self._protection = protection
+        if count_tokens is None:
+
+            def count_tokens(text: str) -> int:
+                n = embedder.count_tokens(text)
+                return len(text) if n is None else n
+
+        self._count_tokens = count_tokens
+        self.chunk_tokens = self.config.chunk_tokens or max(16, embedder.max_tokens - 32)
+        hnsw = {
+            "space": self.config.hnsw_space,
+            "ef_construction": self.config.hnsw_construction_ef,
+            "ef_search": self.config.hnsw_search_ef,
+            "max_neighbors": self.config.hnsw_m,
+        }
+        self._collections: dict[str, Any] = {}
+        for name, spec in self.config.collections.items():
+            self._collections[name] = client.get_or_create_collection(
+                name,
+                configuration={"hnsw": hnsw},
+                metadata={"purpose": spec.purpose or name},
+                embedding_function=None,
+            )
+
+    @property
+    def collections(self) -> list[str]:
+        """Names of the configured collections."""
+        return list(self._collections)
+
+    def _collection(self, name: Any) -> Any:
+        if not isinstance(name, str) or name not in self._collections:
+            raise UnknownCollectionError(name, list(self._collections))
+        return self._collections[name]
+
+    # -- writing -----------------------------------------------------------------------
+
+    def store(
+        self,
+        collection: str,
+        documents: Sequence[str],
+        metadatas: Sequence[Mapping[str, Any] | None] | None = None,
+        ids: Sequence[str] | None = None,
+        *,
+        agent_name: str = "",
+        scope: str | Sequence[str] | None = None,
+    ) -> list[str]:
+        """Upsert documents; return their ids (a content hash unless given).
+
+        Documents longer than the embedder's window are chunked on sentence boundaries with
+        overlap; storing a document again under the same id replaces it (and its chunks).
+        Everything is validated before anything is written.
+        """
+        coll = self._collection(collection)
+        docs = self._check_documents(documents)
+        metas = self._check_list("metadatas", metadatas, len(docs))
+        clean_metas = [check_metadata(f"metadatas[{i}]", m) for i, m in enumerate(metas)]
+        if ids is None:
+            doc_ids = [content_id(d) for d in docs]
+        else:
+            doc_ids = [
+                check_name(f"ids[{i}]", x)
+                for i, x in enumerate(self._check_list("ids", ids, len(docs)))
+            ]
+            if any("#" in x for x in doc_ids):
+                raise ValidationError("ids", "ids may not contain '#' (it separates chunks)")
+            if len(set(doc_ids)) != len(doc_ids):
+                raise ValidationError("ids", "the same id appears twice in one call")
+        # Identical documents under hashed ids are one document: keep the last metadata.
+        unique: dict[str, tuple[str, dict[str, Any]]] = {}
+        for doc_id, doc, meta in zip(doc_ids, docs, clean_metas, strict=True):
+            unique[doc_id] = (doc, meta)
+        owner = "" if agent_name == "" else check_name("agent_name", agent_name)
+        scope_value = normalize_scope(self._default_scope if scope is None else scope)
+        self._check_capacity(collection, list(unique))
+        self._check_protected_overwrite(collection, unique)
+
+        now = to_timestamp(self._clock.now())
+        plans = []
+        for doc_id, (doc, meta) in unique.items():
+            chunks = chunk_text(
+                doc,
+                max_tokens=self.chunk_tokens,
+                overlap_tokens=self.config.chunk_overlap_tokens,
+                count=self._count_tokens,
+            )
+            protected = bool(self._protection and self._protection(collection, meta))
+            plans.append((doc_id, doc, meta, chunks, protected))
+        vectors = self._embedder.embed_passages([c for p in plans for c in p[3]])
+
+        with self._db.transaction() as conn:
+            for doc_id, doc, meta, chunks, protected in plans:
+                conn.execute(
+                    "INSERT INTO semantic_docs(collection, id, content, metadata, content_hash, "
+                    "chunk_count, agent_name, scope, state, protected, created_at, updated_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?) "
+                    "ON CONFLICT(collection, id) DO UPDATE SET content=excluded.content, "
+                    "metadata=excluded.metadata, content_hash=excluded.content_hash, "
+                    "chunk_count=MAX(semantic_docs.chunk_count, excluded.chunk_count), "
+                    "agent_name=excluded.agent_name, scope=excluded.scope, state='pending', "
+                    "protected=MAX(semantic_docs.protected, excluded.protected), "
+                    "updated_at=excluded.updated_at",
+                    (
+                        collection,
+                        doc_id,
+                        doc,
+                        json.dumps(meta, ensure_ascii=False),
+                        hashlib.sha256(doc.encode()).hexdigest(),
+                        len(chunks),
+                        owner,
+                        scope_value,
+                        int(protected),
+                        now,
+                        now,
+                    ),
+                )
+        self._write_chunks(coll, collection, plans, vectors, owner, scope_value, now)
+        return list(unique)
+
+    def _write_chunks(
+        self,
+        coll: Any,
+        collection: str,
+        plans: Sequence[tuple[str, str, dict[str, Any], list[str], bool]],
+        vectors: np.ndarray,
+        owner: str,
+        scope: str,
+        now: float,
+    ) -> None:
+        """Write chunks to Chroma, drop chunks left over from longer versions, mark active."""
+        chunk_ids: list[str] = []
+        chunk_docs: list[str] = []
+        chunk_metas: list[dict[str, Any]] = []
+        stale: list[str] = []
+        for doc_id, _doc, meta, chunks, _protected in plans:
+            previous = int(
+                self._db.scalar(
+                    "SELECT chunk_count FROM semantic_docs WHERE collection=? AND id=?",
+                    (collection, doc_id),
+                )
+                or 0
+            )
+            stale.extend(f"{doc_id}#{i}" for i in range(len(chunks), previous))
+            for i, chunk in enumerate(chunks):
+                chunk_ids.append(f"{doc_id}#{i}")
+                chunk_docs.append(chunk)
+                chunk_metas.append(
+                    {
+                        **meta,
+                        **_reader_flags(owner, scope),
+                        "_doc": doc_id,
+                        "_chunk": i,
+                        "_chunks": len(chunks),
+                        "_created": now,
+                        "_current": True,
+                    }
+                )
+        if stale:
+            coll.delete(ids=stale)
+        for start in range(0, len(chunk_ids), 1000):
+            end = start + 1000
+            coll.upsert(
+                ids=chunk_ids[start:end],
+                documents=chunk_docs[start:end],
+                metadatas=chunk_metas[start:end],
+                embeddings=vectors[start:end],
+            )
+        with self._db.transaction() as conn:
+            conn.executemany(
+                "UPDATE semantic_docs SET state='active', chunk_count=? "
+                "WHERE collection=? AND id=?",
+                [(len(p[3]), collection, p[0]) for p in plans],
+            )
+
+    def recover(self) -> int:
+        """Complete writes a crash interrupted (documents left *pending*); return how many."""
+        rows = self._db.query(
+            "SELECT collection, id, content, metadata, agent_name, scope, protected, created_at "
+            "FROM semantic_docs WHERE state = 'pending'"
+        )
+        by_collection: dict[str, list[Any]] = {}
+        for row in rows:
+            by_collection.setdefault(row["collection"], []).append(row)
+        for collection, group in by_collection.items():
+            if collection not in self._collections:
+                continue
+            for row in group:
+                chunks = chunk_text(
+                    row["content"],
+                    max_tokens=self.chunk_tokens,
+                    overlap_tokens=self.config.chunk_overlap_tokens,
+                    count=self._count_tokens,
+                )
+                plan = (
+                    row["id"],
+                    row["content"],
+                    json.loads(row["metadata"]),
+                    chunks,
+                    bool(row["protected"]),
+                )
+                vectors = self._embedder.embed_passages(chunks)
+                self._write_chunks(
+                    self._collections[collection],
+                    collection,
+                    [plan],
+                    vectors,
+                    row["agent_name"],
+                    row["scope"],
+                    float(row["created_at"]),
+                )
+        return len(rows)
+
+    def delete(self, collection: str, ids: Sequence[str]) -> int:
+        """Delete documents (and their chunks); return how many existed.
+
+        Never-forget documents are refused with :class:`ProtectedMemoryError` and then nothing
+        is deleted.
+        """
+        coll = self._collection(collection)
+        doc_ids = [
+            check_name(f"ids[{i}]", x) for i, x in enumerate(self._check_list("ids", ids, None))
+        ]
+        rows = self._rows(collection, doc_ids)
+        protected = [r["id"] for r in rows if r["protected"]]
+        if protected:
+            raise ProtectedMemoryError(
+                f"document {protected[0]!r} in {collection!r} is protected by a never-forget "
+                "rule and cannot be deleted"
+            )
+        chunk_ids = [f"{r['id']}#{i}" for r in rows for i in range(int(r["chunk_count"]))]
+        if chunk_ids:
+            coll.delete(ids=chunk_ids)
+        with self._db.transaction() as conn:
+            conn.executemany(
+                "DELETE FROM semantic_docs WHERE collection=? AND id=?",
+                [(collection, r["id"]) for r in rows],
+            )
+        return len(rows)
+
+    # -- reading -----------------------------------------------------------------------
+
+    def query(
+        self,
+        collection: str,
+        query_text: str,
+        n_results: int = 5,
+        where: Mapping[str, Any] | None = None,
+        where_document: Mapping[str, Any] | None = None,
+        *,
+        reader: str | None = None,
+        reader_teams: Iterable[str] = (),
+        dedupe: bool = True,
+        touch: bool = True,
+    ) -> list[QueryHit]:
+        """The chunks most similar to ``query_text``, nearest first.
+
+        ``where`` filters on metadata and ``where_document`` on text, as in ChromaDB.
+        ``reader`` limits results to what that agent may read; filters cannot widen it. With
+        ``dedupe`` (default) each document appears once, as its best chunk. Current versions
+        rank before superseded ones.
+        """
+        coll = self._collection(collection)
+        query_text = check_text("query_text", query_text, max_chars=100_000)
+        n_results = check_positive_int("n_results", n_results, maximum=10_000)
+        clauses: list[dict[str, Any]] = []
+        if where is not None:
+            clauses.append(_check_where(where, "where", _FIELD_OPERATORS | _WHERE_OPERATORS))
+        if reader is not None:
+            clauses.append(reader_where(check_name("reader", reader), reader_teams))
+        doc_filter = None
+        if where_document is not None:
+            doc_filter = _check_where(where_document, "where_document", _DOC_OPERATORS)
+        combined = clauses[0] if len(clauses) == 1 else ({"$and": clauses} if clauses else None)
+        vector = self._embedder.embed_query(query_text)
+        fetch = min(10_000, n_results * 4 if dedupe else n_results)
+        try:
+            raw = coll.query(
+                query_embeddings=[vector],
+                n_results=fetch,
+                where=combined,
+                where_document=doc_filter,
+                include=["documents", "metadatas", "distances"],
+            )
+        except ValueError as exc:  # Chroma's own validation of filters
+            raise ValidationError("where", str(exc)) from None
+        hits: list[QueryHit] = []
+        seen: set[str] = set()
+        for cid, doc, meta, dist in zip(
+            raw["ids"][0],
+            raw["documents"][0],
+            raw["metadatas"][0],
+            raw["distances"][0],
+            strict=True,
+        ):
+            meta = dict(meta or {})
+            doc_id = str(meta.get("_doc", cid.split("#")[0]))
+            if dedupe and doc_id in seen:
+                continue
+            seen.add(doc_id)
+            hits.append(
+                QueryHit(
+                    id=cid,
+                    document=doc or "",
+                    metadata=_public(meta),
+                    distance=float(dist),
+                    collection=collection,
+                    doc_id=doc_id,
+                    chunk_index=int(meta.get("_chunk", 0)),
+                    current=bool(meta.get("_current", True)),
+                )
+            )
+        hits.sort(key=lambda h: (not h.current, h.distance))
+        hits = hits[:n_results]
+        if touch and hits:
+            self._touch(collection, [h.doc_id for h in hits])
+        return hits
+
+    def get(
+        self,
+        collection: str,
+        doc_id: str,
+        *,
+        reader: str | None = None,
+        reader_teams: Iterable[str] = (),
+    ) -> SemanticDocument:
+        """The whole document with this id (NotFoundError if absent or not visible)."""
+        self._collection(collection)
+        check_name("id", doc_id)
+        scope_sql, params = reader_predicate(reader, reader_teams)
+        row = self._db.query_one(
+            f"SELECT * FROM semantic_docs WHERE collection=? AND id=? AND state != 'pending' "
+            f"AND {scope_sql}",
+            (collection, doc_id, *params),
+        )
+        if row is None:
+            raise NotFoundError("document", f"{collection}/{doc_id}")
+        return _document(row)
+
+    def documents(
+        self,
+        collection: str,
+        *,
+        limit: int = 100,
+        offset: int = 0,
+        reader: str | None = None,
+        reader_teams: Iterable[str] = (),
+        state: str = "active",
+    ) -> list[SemanticDocument]:
+        """Documents of a collection, newest first."""
+        self._collection(collection)
+        check_positive_int("limit", limit)
+        scope_sql, params = reader_predicate(reader, reader_teams)
+        return [
+            _document(r)
+            for r in self._db.query(
+                f"SELECT * FROM semantic_docs WHERE collection=? AND state=? AND {scope_sql} "
+                "ORDER BY updated_at DESC, id LIMIT ? OFFSET ?",
+                (collection, state, *params, limit, max(0, int(offset))),
+            )
+        ]
+
+    def count(self, collection: str, *, state: str = "active") -> int:
+        """Number of documents (not chunks) in a collection."""
+        self._collection(collection)
+        return int(
+            self._db.scalar(
+                "SELECT COUNT(*) FROM semantic_docs WHERE collection=? AND state=?",
+                (collection, state),
+            )
+        )
+
+    def count_chunks(self, collection: str) -> int:
+        """Number of chunks ChromaDB holds for a collection."""
+        return int(self._collection(collection).count())
+
+    # -- helpers -----------------------------------------------------------------------
+
+    def _check_documents(self, documents: Any) -> list[str]:
+        if isinstance(documents, str) or not isinstance(documents, Sequence):
+            raise ValidationError("documents", "expected a list of strings")
+        if not documents:
+            raise ValidationError("documents", "must not be empty")
+        if len(documents) > 100_000:
+            raise ValidationError("documents", "at most 100,000 documents per call")
+        return [
+            check_text(f"documents[{i}]", d, max_chars=self.config.max_document_chars)
+            for i, d in enumerate(documents)
+        ]
+
+    @staticmethod
+    def _check_list(field: str, value: Any, length: int | None) -> list[Any]:
+        if value is None:
+            if length is None:
+                raise ValidationError(field, "expected a list")
+            return [None] * length
+        if isinstance(value, str | bytes) or not isinstance(value, Sequence):
+            raise ValidationError(field, f"expected a list, got {type(value).__name__}")
+        if length is not None and len(value) != length:
+            raise ValidationError(field, f"has {len(value)} items but documents has {length}")
+        return list(value)
+
+    def _rows(self, collection: str, doc_ids: Sequence[str]) -> list[Any]:
+        rows: list[Any] = []
+        for start in range(0, len(doc_ids), 500):
+            part = list(doc_ids[start : start + 500])
+            rows.extend(
+                self._db.query(
+                    f"SELECT * FROM semantic_docs WHERE collection=? AND id IN "
+                    f"({','.join('?' * len(part))})",
+                    (collection, *part),
+                )
+            )
+        return rows
+
+    def _check_capacity(self, collection: str, doc_ids: Sequence[str]) -> None:
+        spec = self.config.collections[collection]
+        existing = {r["id"] for r in self._rows(collection, doc_ids)}
+        new = len([d for d in doc_ids if d not in existing])
+        count = self.count(collection) + self.count(collection, state="pending")
+        if new and count + new > spec.max_docs and spec.on_full == "refuse":
+            raise CapacityError(
+                f"collection {collection!r} holds {count:,} of {spec.max_docs:,} documents; "
+                f"{new:,} more would exceed its cap (rule: refuse)"
+            )
+
+    def _check_protected_overwrite(
+        self, collection: str, docs: Mapping[str, tuple[str, dict[str, Any]]]
+    ) -> None:
+        for row in self._rows(collection, list(docs)):
+            if row["protected"] and docs[row["id"]][0] != row["content"]:
+                raise ProtectedMemoryError(
+                    f"document {row['id']!r} in {collection!r} is protected by a never-forget "
+                    "rule; its content cannot be replaced (store a new document instead)"
+                )
+
+    def _touch(self, collection: str, doc_ids: Sequence[str]) -> None:
+        now = to_timestamp(self._clock.now())
+        with self._db.transaction() as conn:
+            conn.executemany(
+                "UPDATE semantic_docs SET access_count = access_count + 1, last_accessed = ? "
+                "WHERE collection = ? AND id = ?",
+                [(now, collection, d) for d in dict.fromkeys(doc_ids)],
+            )
+
+
+def _public(meta: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in meta.items() if not k.startswith("_")}
+
+
+def _document(row: Any) -> SemanticDocument:
+    def ts(value: Any) -> datetime | None:
+        return None if value is None else from_timestamp(value)
+
+    return SemanticDocument(
+        id=row["id"],
+        collection=row["collection"],
+        document=row["content"],
+        metadata=json.loads(row["metadata"]),
+        agent_name=row["agent_name"],
+        scope=row["scope"],
+        created_at=from_timestamp(row["created_at"]),
+        updated_at=from_timestamp(row["updated_at"]),
+        chunk_count=int(row["chunk_count"]),
+        access_count=int(row["access_count"]),
+        last_accessed=ts(row["last_accessed"]),
+        state=row["state"],
+        protected=bool(row["protected"]),
+        subject=row["subject"],
+        version=row["version"],
+        superseded_by=row["superseded_by"],
+        superseded_at=ts(row["superseded_at"]),
+    )

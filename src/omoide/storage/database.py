@@ -1,0 +1,169 @@
+"""The SQLite database behind episodes, procedures, working sessions and the audit log.
+
+One connection per :class:`Database`, shared by the threads of the owning process and
+serialized by a re-entrant lock (SQLite serializes writers anyway; doing it here means no
+caller ever sees "database is locked"). WAL journal, ``synchronous=FULL``: a write is on disk
+when its transaction returns, and a crash mid-transaction rolls it back on the next open.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import Any
+
+from ..clock import Clock, to_timestamp
+from ..errors import StorageError
+from .migrations import MIGRATIONS, Migration
+
+__all__ = ["Database"]
+
+
+class Database:
+    """A SQLite connection with a lock, transactions and recorded migrations."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        clock: Clock,
+        migrations: Sequence[Migration] = MIGRATIONS,
+    ) -> None:
+        self.path = Path(path)
+        self._clock = clock
+        self._lock = threading.RLock()
+        self._depth = 0
+        try:
+            self._conn = sqlite3.connect(
+                str(self.path), isolation_level=None, check_same_thread=False, timeout=30.0
+            )
+            self._conn.row_factory = sqlite3.Row
+            mode = self._conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise StorageError(f"{self.path}: could not switch to WAL journal (got {mode})")
+            self._conn.execute("PRAGMA synchronous=FULL")
+            self._conn.execute("PRAGMA foreign_keys=ON")
+            self._conn.execute("PRAGMA busy_timeout=30000")
+            integrity = self._conn.execute("PRAGMA quick_check").fetchone()[0]
+            if integrity != "ok":
+                raise StorageError(f"{self.path}: integrity check failed: {integrity}")
+        except sqlite3.DatabaseError as exc:
+            raise StorageError(f"{self.path}: cannot open database: {exc}") from exc
+        self.migrate(migrations)
+
+    # -- transactions -------------------------------------------------------------------
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction (``BEGIN IMMEDIATE``); nested calls join the outer one."""
+        with self._lock:
+            if self._depth:
+                self._depth += 1
+                try:
+                    yield self._conn
+                finally:
+                    self._depth -= 1
+                return
+            self._conn.execute("BEGIN IMMEDIATE")
+            self._depth = 1
+            try:
+                yield self._conn
+            except BaseException:
+                self._depth = 0
+                self._conn.execute("ROLLBACK")
+                raise
+            else:
+                self._depth = 0
+                self._conn.execute("COMMIT")
+
+    @contextmanager
+    def locked(self) -> Iterator[sqlite3.Connection]:
+        """Exclusive use of the connection for reads that must not interleave with writes."""
+        with self._lock:
+            yield self._conn
+
+    def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> sqlite3.Cursor:
+        """Run one statement (in its own transaction unless inside one)."""
+        with self._lock:
+            return self._conn.execute(sql, params)
+
+    def query(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[sqlite3.Row]:
+        """Run a read and return all rows."""
+        with self._lock:
+            return self._conn.execute(sql, params).fetchall()
+
+    def query_one(
+        self, sql: str, params: Sequence[Any] | dict[str, Any] = ()
+    ) -> sqlite3.Row | None:
+        with self._lock:
+            row: sqlite3.Row | None = self._conn.execute(sql, params).fetchone()
+            return row
+
+    def scalar(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
+        row = self.query_one(sql, params)
+        return None if row is None else row[0]
+
+    # -- metadata -----------------------------------------------------------------------
+
+    def get_meta(self, key: str) -> str | None:
+        value = self.scalar("SELECT value FROM meta WHERE key = ?", (key,))
+        return None if value is None else str(value)
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.transaction() as conn:
+            conn.execute(
+                "INSERT INTO meta(key, value) VALUES (?, ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (key, value),
+            )
+
+    # -- migrations ---------------------------------------------------------------------
+
+    def applied_migrations(self) -> list[str]:
+        return [r[0] for r in self.query("SELECT name FROM migrations ORDER BY rowid")]
+
+    def migrate(self, migrations: Sequence[Migration]) -> list[str]:
+        """Apply the migrations not yet recorded, each in its own transaction, in order."""
+        with self._lock:
+            self._conn.execute(
+                "CREATE TABLE IF NOT EXISTS migrations "
+                "(name TEXT PRIMARY KEY, applied_at REAL NOT NULL)"
+            )
+            done = set(self.applied_migrations())
+            known = {m.name for m in migrations}
+            unknown = done - known
+            if unknown:
+                raise StorageError(
+                    f"{self.path} was written by a newer omoide (migrations "
+                    f"{', '.join(sorted(unknown))}); upgrade omoide to open it"
+                )
+            applied = []
+            for migration in migrations:
+                if migration.name in done:
+                    continue
+                with self.transaction() as conn:
+                    migration.apply(conn)
+                    conn.execute(
+                        "INSERT INTO migrations(name, applied_at) VALUES (?, ?)",
+                        (migration.name, to_timestamp(self._clock.now())),
+                    )
+                applied.append(migration.name)
+            return applied
+
+    def size_bytes(self) -> int:
+        """Bytes on disk: the database and its WAL."""
+        total = 0
+        for suffix in ("", "-wal", "-shm"):
+            p = Path(str(self.path) + suffix)
+            if p.exists():
+                total += p.stat().st_size
+        return total
+
+    def close(self) -> None:
+        with self._lock:
+            with suppress(sqlite3.Error):
+                self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self._conn.close()
