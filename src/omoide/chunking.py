@@ -79,26 +79,47 @@ def _fit(unit: str, max_tokens: int, count: Counter, level: int = 0) -> list[str
 
 
 def _pack(units: list[str], max_tokens: int, overlap_tokens: int, count: Counter) -> list[str]:
-    """Greedily join units into chunks within budget, carrying an overlap of whole units."""
+    """Greedily join units into chunks within budget, carrying an overlap of whole units.
+
+    Sizes are summed per unit, then each chunk is measured once as a whole: tokenizers can
+    merge across a boundary (``。第`` is not ``。`` + ``第``), and a chunk found over budget
+    gives up its last units to the next one.
+    """
     sizes = [count(u) for u in units]
     chunks: list[str] = []
     current: list[int] = []  # indices into units
     used = 0
-    for i, size in enumerate(sizes):
+
+    def emit() -> tuple[list[int], list[int]]:
+        """Emit ``current`` trimmed to fit; return (emitted units, units pushed to the next)."""
+        keep = list(current)
+        pushed: list[int] = []
+        while len(keep) > 1 and count("".join(units[j] for j in keep)) > max_tokens:
+            pushed.insert(0, keep.pop())
+        chunks.append("".join(units[j] for j in keep))
+        return keep, pushed
+
+    i = 0
+    while i < len(units):
+        size = sizes[i]
         if current and used + size > max_tokens:
-            chunks.append("".join(units[j] for j in current))
+            kept, pushed = emit()
+            room = max_tokens - size - sum(sizes[j] for j in pushed)
             carry: list[int] = []
             carried = 0
-            for j in reversed(current):
-                if carried + sizes[j] > overlap_tokens or carried + sizes[j] + size > max_tokens:
+            for j in reversed(kept):
+                if carried + sizes[j] > min(overlap_tokens, room):
                     break
                 carry.insert(0, j)
                 carried += sizes[j]
-            current, used = carry, carried
+            current = carry + pushed
+            used = sum(sizes[j] for j in current)
+            continue
         current.append(i)
         used += size
-    if current:
-        chunks.append("".join(units[j] for j in current))
+        i += 1
+    while current:
+        _, current = emit()
     return chunks
 
 

@@ -8,8 +8,9 @@ and needs no approximate index), then scores each candidate as the article does:
 
     score = relevance × 0.4 + importance × 0.35 + freshness × 0.25
 
-where relevance fuses the BM25 rank (normalised by the best candidate) with the calibrated
-cosine similarity. Returned episodes have their access count and last access updated.
+where relevance fuses the BM25 rank (normalised by the best candidate, weighted by the share
+of query terms matched) with the calibrated cosine similarity, and is scaled so that the most
+relevant candidate has 1. Returned episodes have their access count and last access updated.
 
 Past ``max_entries`` the episodes with the lowest retention score (importance 0.4,
 freshness 0.3, access frequency 0.3) are handed to an overflow sink (the semantic layer)
@@ -34,7 +35,7 @@ from .config import EpisodicConfig
 from .embeddings import Embedder
 from .errors import AlreadyExistsError, NotFoundError, ProtectedMemoryError, ValidationError
 from .freshness import FreshnessCurve, LinearDecay
-from .fulltext import index_text, match_expression
+from .fulltext import coverage, index_text, match_expression, query_terms
 from .models import Episode
 from .scope import normalize_scope, reader_predicate
 from .storage import Database
@@ -578,16 +579,34 @@ class EpisodicStore:
             return []
         episodes = self._fetch_rowids(candidates)
         best_text = max(text_scores.values(), default=0.0)
+        terms = query_terms(query)
         tw = self.config.text_weight
+        relevance: dict[int, float] = {}
+        if query.strip():
+            for rowid, episode in episodes.items():
+                text_part = 0.0
+                if best_text > 0 and rowid in text_scores:
+                    body = " ".join(
+                        (
+                            episode.description,
+                            episode.outcome or "",
+                            episode.agent_name,
+                            episode.event_type,
+                            *episode.tags,
+                        )
+                    )
+                    text_part = text_scores[rowid] / best_text * coverage(terms, body)
+                dense_part = float(self._embedder.calibrate(dense.get(rowid, 0.0), "query"))
+                relevance[rowid] = tw * text_part + (1 - tw) * dense_part
+        # Relevance is scaled so that the best candidate has 1: calibrated similarities of a
+        # small model span a narrow band, and unscaled they would carry far less than their
+        # 40 % of the score next to importance and freshness.
+        top_relevance = max(relevance.values(), default=0.0)
         scored: list[tuple[float, Episode]] = []
         for rowid, episode in episodes.items():
-            relevance = 0.0
-            if query.strip():
-                text_part = text_scores.get(rowid, 0.0) / best_text if best_text > 0 else 0.0
-                dense_part = float(self._embedder.calibrate(dense.get(rowid, 0.0), "query"))
-                relevance = tw * text_part + (1 - tw) * dense_part
+            rel = relevance.get(rowid, 0.0) / top_relevance if top_relevance > 0 else 0.0
             score = (
-                self.config.relevance_weight * relevance
+                self.config.relevance_weight * rel
                 + self.config.importance_weight * episode.importance
                 + self.config.freshness_weight * self.freshness_of(episode, now)
             )

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["analyze", "index_text", "match_expression"]
+__all__ = ["analyze", "coverage", "index_text", "match_expression", "query_terms"]
 
 _CJK_CHARS = (
     "\u3005\u3006\u3007"  # 々 〆 〇
@@ -195,17 +195,42 @@ def index_text(text: str) -> str:
     return " ".join(analyze(text))
 
 
-def match_expression(query: str, *, max_terms: int = 64) -> str | None:
-    """An FTS5 MATCH expression for ``query`` (OR of quoted terms), or None if it has none.
+def query_terms(query: str) -> list[str]:
+    """The distinct terms of a query that full-text search looks for.
 
     English stop words are dropped; so are hiragana-only bigrams (mostly particles and verb
-    endings) when the query has other terms. Terms are quoted, so no user text is ever read as
-    FTS5 syntax.
+    endings) when the query has other terms.
     """
     terms = [t for t in dict.fromkeys(analyze(query)) if t not in STOP_WORDS]
     content = [t for t in terms if not _HIRAGANA_ONLY.match(t)]
-    if content:
-        terms = content
+    return content or terms
+
+
+def _key(term: str) -> str:
+    # A light stand-in for stemming: English words agree on their first five letters
+    # (prioritise/priority, deploy/deployment); CJK bigrams must match exactly.
+    return term[:5] if term.isascii() and term.isalpha() else term
+
+
+def coverage(terms: list[str], text: str) -> float:
+    """Share of ``terms`` (from :func:`query_terms`) that occur in ``text``, in [0, 1].
+
+    BM25 normalised by the best candidate rates a document matching one query word out of
+    five as highly as one matching all five; multiplying by coverage keeps a single shared
+    keyword from outranking a document that means what was asked.
+    """
+    if not terms:
+        return 0.0
+    present = {_key(t) for t in analyze(text)}
+    return sum(1 for t in terms if _key(t) in present) / len(terms)
+
+
+def match_expression(query: str, *, max_terms: int = 64) -> str | None:
+    """An FTS5 MATCH expression for ``query`` (OR of quoted terms), or None if it has none.
+
+    Terms are quoted, so no user text is ever read as FTS5 syntax.
+    """
+    terms = query_terms(query)
     if not terms:
         return None
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms[:max_terms])

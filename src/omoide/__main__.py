@@ -1,0 +1,5 @@
+"""``python -m omoide`` runs the command line."""
+
+from .cli import main
+
+raise SystemExit(main())

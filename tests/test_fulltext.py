@@ -1,0 +1,53 @@
+"""Japanese-aware full-text analysis for FTS5."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from omoide.fulltext import analyze, coverage, index_text, match_expression, query_terms
+
+
+def test_japanese_runs_become_bigrams_and_words_stay_words() -> None:
+    assert analyze("価格を決定") == ["価格", "格を", "を決", "決定"]
+    assert analyze("猫") == ["猫"]
+    assert analyze("Deploy ＡＰＩ v2, ﾃｽﾄ") == ["deploy", "api", "v2", "テス", "スト"]
+
+
+def test_query_terms_drop_stop_words_and_particles() -> None:
+    assert query_terms("What is the price of the plan?") == ["price", "plan"]
+    assert query_terms("価格について") == ["価格", "格に"]
+    assert query_terms("the of and") == []
+    assert match_expression("the of and") is None
+
+
+def test_match_expression_is_safe_fts5_syntax() -> None:
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE VIRTUAL TABLE t USING fts5(body, tokenize='porter unicode61')")
+    docs = ["先週の価格は¥500でした", "The deployment failed on Friday", 'NEAR OR AND " *']
+    for doc in docs:
+        conn.execute("INSERT INTO t(body) VALUES (?)", (index_text(doc),))
+    for query, expected in [
+        ("価格", 1),
+        ("failing deployments", 2),  # porter stemming on both sides
+        ('" OR NEAR( * AND', 3),  # FTS5 syntax in user text is just text
+        ("先週 deployment", None),
+    ]:
+        expression = match_expression(query)
+        assert expression is not None
+        rows = [
+            r[0]
+            for r in conn.execute(
+                "SELECT rowid FROM t WHERE t MATCH ? ORDER BY bm25(t)", (expression,)
+            )
+        ]
+        if expected is None:
+            assert sorted(rows) == [1, 2]
+        else:
+            assert rows[0] == expected
+
+
+def test_coverage() -> None:
+    terms = query_terms("security and performance priority")
+    assert coverage(terms, "Prioritise security over performance") == 1.0
+    assert coverage(terms, "Security team meeting") == 1 / 3
+    assert coverage([], "anything") == 0.0
