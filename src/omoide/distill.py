@@ -129,7 +129,9 @@ class Distiller:
 
     def run(self, batch_size: int | None = None) -> DistillReport:
         """Distill what is due now; see the module docstring."""
-        batch = check_positive_int("batch_size", batch_size or self.config.batch_size)
+        batch = check_positive_int(
+            "batch_size", self.config.batch_size if batch_size is None else batch_size
+        )
         started = self._clock.monotonic()
         budget = self.config.max_duration_minutes * 60
         report = DistillReport()
