@@ -115,6 +115,7 @@ class Scheduler:
         if poll_seconds <= 0:
             raise ConfigError("poll_seconds: must be > 0")
         self.poll_seconds = poll_seconds
+        self.started = self.clock.now()
         self.reports: list[MaintenanceReport] = []
         self.skipped = 0
 
@@ -125,12 +126,12 @@ class Scheduler:
         return None if value is None else from_timestamp(float(value))
 
     def due(self, now: datetime | None = None) -> datetime:
-        """When the next run is due: a missed slot since the last run is due at once."""
+        """When the next run is due: the first slot after the last run (or after this
+        scheduler started, for a store never maintained). Slots missed while no process was
+        running are made up by one run, due at once."""
         now = now or self.clock.now()
-        last = self.last_run()
-        if last is not None and last < self.schedule.latest(now):
-            return self.schedule.latest(now)
-        return self.schedule.following(now)
+        slot = self.schedule.following(self.last_run() or self.started)
+        return max(slot, self.schedule.latest(now)) if slot <= now else slot
 
     def run_pending(self) -> MaintenanceReport | None:
         """Run maintenance if it is due and no other run holds the lock."""
@@ -150,7 +151,6 @@ class Scheduler:
         """Wait for each due time and run; return after ``max_runs`` runs or when ``stop``
         is set (checked every ``poll_seconds``). Returns the number of runs."""
         runs = 0
-        # Without a previous run, the first slot is the next one (a new store has nothing due).
         while (stop is None or not stop.is_set()) and (max_runs is None or runs < max_runs):
             now = self.clock.now()
             due = self.due(now)
