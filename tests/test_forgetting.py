@@ -478,3 +478,18 @@ def test_reports_name_every_policy(mem: Memory) -> None:
         ("resolved_errors", "episodic", "compress"),
     ]
     assert json.dumps([p.name for p in report.policies])
+
+
+def test_the_readme_examples_load() -> None:
+    """The TOML in the README's forgetting section is valid configuration."""
+    import re
+    import tomllib
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Distillation and forgetting") :]
+    blocks = re.findall(r"```toml\n(.+?)```", section, flags=re.S)
+    assert len(blocks) == 2
+    config = Config.from_dict(tomllib.loads(blocks[0] + blocks[1]))
+    assert config.llm.model == "qwen2.5:7b-instruct"
+    names = [p["name"] for p in config.forgetting.policies]
+    assert names == [*ARTICLE_POLICIES, "old_chatter", "unused_code_notes"]

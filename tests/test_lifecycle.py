@@ -115,3 +115,19 @@ def test_a_compression_interrupted_before_chroma_is_completed_on_open(
         assert mem.semantic.count_chunks("knowledge") == doc.chunk_count < before
         mem.restore("plants")
         assert mem.semantic.get("knowledge", "plants").document == text
+
+
+def test_archived_items_are_not_compressed_behind_the_archive(mem: Memory) -> None:
+    episode = mem.episodic.record("cto", "note", "An archived note. It has two sentences.")
+    mem.semantic.store("knowledge", ["An archived document."], ids=["doc"])
+    for layer, item, collection in (("episodic", episode.id, ""), ("semantic", "doc", "knowledge")):
+        mem.lifecycle.apply(
+            layer, item, "archive", collection=collection, policy="p", reason="r", run_id="run"
+        )
+        with pytest.raises(ValidationError, match="restore it first"):
+            mem.lifecycle.apply(
+                layer, item, "compress", collection=collection, policy="p", reason="r", run_id="run"
+            )
+    assert mem.episodic.get(episode.id).state == "archived"
+    assert mem.semantic.get("knowledge", "doc").state == "archived"
+    assert len(mem.audit()) == 2

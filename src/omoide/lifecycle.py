@@ -208,6 +208,8 @@ class Lifecycle:
 
     def _compress_episode(self, episode_id: str, *, policy: str, reason: str, run_id: str) -> None:
         row = self._episode_row(self._db, episode_id)
+        if row["state"] == "archived":
+            raise ValidationError("id", f"episode {episode_id!r} is archived; restore it first")
         description = summarize(row["description"], self.summary_chars)
         outcome = summarize(row["outcome"], self.summary_chars) if row["outcome"] else None
         vector = self._embedder.embed_passages([episode_text(description, outcome)])[0]
@@ -377,6 +379,10 @@ class Lifecycle:
         now = self._clock.now()
         with self._db.transaction() as conn:
             row = self._document_row(conn, collection, doc_id)
+            if row["state"] not in ("active", "compressed", "pending"):
+                raise ValidationError(
+                    "id", f"document {collection}/{doc_id} is {row['state']}; restore it first"
+                )
             summary = summarize(row["content"], self.summary_chars)
             metadata = {
                 **json.loads(row["metadata"]),
