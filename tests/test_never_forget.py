@@ -435,7 +435,7 @@ def protected_state(mem: Memory) -> dict[str, Any]:
 
 
 @settings(
-    max_examples=12,
+    max_examples=20,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

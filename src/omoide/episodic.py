@@ -57,8 +57,7 @@ OverflowSink = Callable[[list[Episode]], None]
 #: Decides whether an episode is protected by a never-forget rule.
 ProtectionRule = Callable[[str, Sequence[str], Mapping[str, Any]], bool]
 
-#: States of an episode that recall and search see (archived ones are out of both).
-LIVE_STATES = ("active", "compressed")
+#: Episodes that recall and search see: active and compressed (archived ones are out of both).
 _LIVE_SQL = "state IN ('active', 'compressed')"
 
 _COLUMNS = (
