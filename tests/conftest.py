@@ -7,8 +7,10 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -71,3 +73,125 @@ def _run_python(code: str, *args: str, timeout: float = 120) -> Any:
 def run_python() -> Any:
     """Run code in a new process (a restart, or a second owner) and return its JSON output."""
     return _run_python
+
+
+# -- distillation and forgetting -----------------------------------------------------------
+
+#: Episodes that cluster by topic (calibrated similarity within a topic > 0.85, across < 0.3
+#: with the bundled e5-small), and three unrelated ones.
+TOPICS: dict[str, tuple[str, list[str]]] = {
+    "deploy": (
+        "error",
+        [
+            f"Deploy of service {name} failed: the database migration timed out"
+            for name in ("api", "web", "billing", "search")
+        ],
+    ),
+    "invoice": (
+        "preference",
+        [
+            f"Customer {name} asked for the invoice to be issued in Japanese yen"
+            for name in ("Tanaka", "Sato", "Suzuki")
+        ],
+    ),
+    "pricing": (
+        "decision",
+        [
+            f"週次ミーティングで{plan}の価格を月額500円に決めた"
+            for plan in ("基本プラン", "スタータープラン", "ライトプラン")
+        ],
+    ),
+    "misc": (
+        "note",
+        [
+            "Team lunch is on Friday at noon",
+            "The office printer is out of toner",
+            "Backup of the wiki completed",
+        ],
+    ),
+}
+
+
+def record_topics(memory: Memory, *, agent: str = "cto", **kwargs: Any) -> dict[str, list[str]]:
+    """Record every TOPICS episode now; return their ids by topic."""
+    ids: dict[str, list[str]] = {}
+    for topic, (event_type, texts) in TOPICS.items():
+        episodes = memory.episodic.record_many(
+            [
+                {
+                    "agent_name": agent,
+                    "event_type": event_type,
+                    "description": text,
+                    "importance": 0.4 + 0.01 * i,
+                    **kwargs,
+                }
+                for i, text in enumerate(texts)
+            ]
+        )
+        ids[topic] = [e.id for e in episodes]
+    return ids
+
+
+class ScriptedServer:
+    """An OpenAI-compatible chat-completions endpoint on 127.0.0.1 answering from a script."""
+
+    def __init__(self) -> None:
+        self.script: list[tuple[int, Any]] = []
+        self.requests: list[dict[str, Any]] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", 0))
+                body = json.loads(self.rfile.read(length))
+                server.requests.append(
+                    {"path": self.path, "headers": dict(self.headers), "body": body}
+                )
+                status, payload = server.script.pop(0) if server.script else (500, "no script")
+                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def answer(self, content: str | None, **message: Any) -> None:
+        """Queue one assistant message (extra keys go into the message, e.g. refusal=...)."""
+        finish = message.pop("finish_reason", "stop")
+        self.script.append(
+            (
+                200,
+                {
+                    "id": "chatcmpl-1",
+                    "object": "chat.completion",
+                    "choices": [
+                        {
+                            "index": 0,
+                            "finish_reason": finish,
+                            "message": {"role": "assistant", "content": content, **message},
+                        }
+                    ],
+                },
+            )
+        )
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedServer]:
+    scripted = ScriptedServer()
+    try:
+        yield scripted
+    finally:
+        scripted.close()

@@ -18,7 +18,7 @@ Example ``omoide.toml``::
     retention_days = 365
     max_docs = 2000
 
-    [[forgetting.policies]]
+    [[forgetting.policies]]                 # added to the article's four (same name: replaces)
     name = "old_chatter"
     target_layer = "episodic"
     condition = "event_type == 'message' AND age > 14_days"
@@ -37,7 +37,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from .errors import ConfigError
+from .errors import ConditionSyntaxError, ConfigError
 
 __all__ = [
     "NEVER_FORGET",
@@ -353,7 +353,15 @@ def _build(cls: type, data: Mapping[str, Any], where: str) -> Any:
         elif key == "policies":
             if not isinstance(value, list) or not all(isinstance(p, Mapping) for p in value):
                 raise ConfigError(f"{path}: expected an array of tables")
-            values[key] = (*getattr(defaults, key), *(_frozen(p) for p in value))
+            # A policy named like a default replaces it; others are added after the defaults.
+            merged_policies = {p["name"]: p for p in getattr(defaults, key)}
+            given = [spec.get("name") for spec in value]
+            twice = sorted({str(n) for n in given if given.count(n) > 1})
+            if twice:
+                raise ConfigError(f"{path}: policy {twice[0]!r} is defined twice")
+            for spec in value:
+                merged_policies[spec.get("name")] = _frozen(spec)
+            values[key] = tuple(merged_policies.values())
         elif key == "teams":
             if not isinstance(value, Mapping) or not all(
                 isinstance(v, list | tuple) and all(isinstance(a, str) for a in v)
@@ -369,6 +377,8 @@ def _build(cls: type, data: Mapping[str, Any], where: str) -> Any:
             values[key] = value
     try:
         return dataclasses.replace(defaults, **values)
+    except ConditionSyntaxError:
+        raise  # a forgetting condition: keep its type and position
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{where}: {exc}") from exc
 
@@ -468,6 +478,27 @@ def _check(config: Config) -> None:
         raise ConfigError("distill.max_duration_minutes: must be > 0")
     if d.collection not in s.collections:
         raise ConfigError(f"distill.collection: {d.collection!r} is not a configured collection")
+    _check_pipelines(config)
     _positive(config.router.default_budget_tokens, "router.default_budget_tokens")
     if config.lock_timeout < 0:
         raise ConfigError("lock_timeout: must be >= 0")
+
+
+def _check_pipelines(config: Config) -> None:
+    """Parse the forgetting policies and the schedule now, so a bad one fails at load time.
+
+    A malformed condition raises ConditionSyntaxError (with its position); other mistakes in a
+    policy raise ConfigError naming it.
+    """
+    # Imported here: these modules build on the layers, which import this module.
+    from .errors import ValidationError
+    from .forgetting import policies_from_config
+    from .scheduler import Schedule
+
+    try:
+        policies_from_config(config.forgetting.policies)
+    except ConditionSyntaxError:
+        raise
+    except (ValidationError, TypeError) as exc:
+        raise ConfigError(str(exc)) from None
+    Schedule.parse(config.distill.schedule)

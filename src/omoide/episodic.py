@@ -58,6 +58,9 @@ OverflowSink = Callable[[list[Episode]], None]
 #: Decides whether an episode is protected by a never-forget rule.
 ProtectionRule = Callable[[str, Sequence[str], Mapping[str, Any]], bool]
 
+#: Episodes that recall and search see: active and compressed (archived ones are out of both).
+_LIVE_SQL = "state IN ('active', 'compressed')"
+
 _COLUMNS = (
     "rowid, id, timestamp, agent_name, event_type, description, context, outcome, importance, "
     "tags, refs, access_count, last_accessed, decay_rate, scope, protected, state, distilled_at"
@@ -385,6 +388,9 @@ class EpisodicStore:
             else check_unit_interval("importance", importance)
         )
         new_tags = current.tags if tags is None else check_string_list("tags", tags)
+        protect = bool(
+            self._protection and self._protection(current.event_type, new_tags, current.context)
+        )
         vector = None
         if new_outcome != current.outcome:
             vector = self._embedder.embed_passages([episode_text(current.description, new_outcome)])
@@ -393,13 +399,14 @@ class EpisodicStore:
                 0
             ]
             conn.execute(
-                "UPDATE episodes SET outcome=?, importance=?, tags=?"
+                "UPDATE episodes SET outcome=?, importance=?, tags=?, protected=MAX(protected, ?)"
                 + (", embedding=?" if vector is not None else "")
                 + " WHERE rowid=?",
                 (
                     new_outcome,
                     new_importance,
                     json.dumps(list(new_tags), ensure_ascii=False),
+                    int(protect),
                     *([vector[0].tobytes()] if vector is not None else []),
                     rowid,
                 ),
@@ -664,9 +671,7 @@ class EpisodicStore:
         with self._index_lock:
             if self._index is None:
                 index = _VectorIndex(self._embedder.dimension)
-                rows = self._db.query(
-                    "SELECT rowid, embedding FROM episodes WHERE state = 'active'"
-                )
+                rows = self._db.query(f"SELECT rowid, embedding FROM episodes WHERE {_LIVE_SQL}")
                 if rows:
                     matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32)
                     index.add([r[0] for r in rows], matrix.reshape(len(rows), -1))
@@ -680,7 +685,7 @@ class EpisodicStore:
         time_range: Sequence[datetime | str | None] | None,
         tags: Sequence[str] | None,
     ) -> tuple[str, list[Any]]:
-        where = ["state = 'active'"]
+        where = [_LIVE_SQL]
         params: list[Any] = []
         if agent_name is not None:
             where.append("agent_name = ?")
@@ -730,11 +735,12 @@ class EpisodicStore:
     # -- capacity ----------------------------------------------------------------------
 
     def retention_scores(self, now: datetime | None = None) -> list[tuple[float, str]]:
-        """(retention score, id) of every removable episode, lowest first."""
+        """(retention score, id) of every removable episode (live and not protected),
+        lowest first."""
         now_ts = to_timestamp(now or self._clock.now())
         rows = self._db.query(
             "SELECT id, importance, timestamp, decay_rate, access_count FROM episodes "
-            "WHERE protected = 0"
+            f"WHERE protected = 0 AND {_LIVE_SQL}"
         )
         c = self.config
         scored = []
@@ -757,7 +763,7 @@ class EpisodicStore:
         between leaves them in place and a later run hands them over again (the sink's ids
         are derived from the episode ids, so nothing is duplicated).
         """
-        total = int(self._db.scalar("SELECT COUNT(*) FROM episodes"))
+        total = int(self._db.scalar(f"SELECT COUNT(*) FROM episodes WHERE {_LIVE_SQL}"))
         limit = self.config.max_entries
         if total <= limit:
             return 0

@@ -90,12 +90,14 @@ class ScopeSyntaxError(ValidationError):
 class ConditionSyntaxError(ValidationError):
     """A forgetting-policy condition that does not parse.
 
-    ``position`` is the 0-based character offset where parsing failed.
+    ``position`` is the 0-based character offset where parsing failed; ``reason`` is the
+    message without the position.
     """
 
     def __init__(self, condition: str, position: int, message: str) -> None:
         self.condition = condition
         self.position = position
+        self.reason = message
         pointer = " " * position + "^"
         super().__init__(
             "condition", f"{message} at position {position}\n  {condition}\n  {pointer}"

@@ -12,21 +12,29 @@ the semantic registry, audit), ``chroma/`` (ChromaDB's persistent client), an op
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from collections import defaultdict
+from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from .clock import Clock, SystemClock
+from .clock import Clock, SystemClock, to_timestamp
 from .config import Config
+from .distill import Distiller, DistillReport
 from .embeddings import Embedder, default_embedder
 from .episodic import EpisodicStore, episode_text
-from .errors import ConfigError, OmoideError
+from .errors import ConfigError, OmoideError, StoreLockedError
+from .forgetting import ForgetReport, Forgetting, policies_from_config
 from .freshness import FreshnessCurve
+from .lifecycle import AuditEntry, Lifecycle
+from .llm import LLM, llm_from_config
 from .models import Episode, Message
 from .procedural import ProceduralMemory
+from .protection import NeverForget
+from .scheduler import LAST_RUN_KEY, MAINTENANCE_LOCK, MaintenanceReport
 from .scope import normalize_scope
 from .semantic import SemanticStore
 from .storage import Database, DirectoryLock
@@ -76,7 +84,8 @@ class Memory:
     ``Memory(path)`` opens (or creates) a data directory and holds it for this process until
     :meth:`close` (or the end of a ``with`` block). Providers can be passed directly:
     ``clock`` (a :class:`~omoide.clock.ManualClock` for simulations), ``embedder``,
-    ``token_counter``, ``freshness``; ``config`` overrides ``omoide.toml``.
+    ``token_counter``, ``freshness``, ``llm`` (the knowledge extractor of distillation);
+    ``config`` overrides ``omoide.toml``.
     """
 
     def __init__(
@@ -89,6 +98,7 @@ class Memory:
         config: Config | None = None,
         freshness: FreshnessCurve | None = None,
         lock_timeout: float | None = None,
+        llm: LLM | None = None,
     ) -> None:
         self.path = resolve_path(path)
         try:
@@ -108,6 +118,7 @@ class Memory:
         self.db: Database | None = None
         try:
             self._open(embedder, token_counter, freshness)
+            self._open_pipelines(llm)
         except BaseException:
             self._shutdown()
             raise
@@ -125,6 +136,7 @@ class Memory:
         self.token_counter = token_counter or default_token_counter()
         self.default_scope = normalize_scope(config.default_scope, "default_scope")
         self._chroma = _chroma_client(self.path, config)
+        self.never_forget = NeverForget(config.never_forget)
         self.semantic = SemanticStore(
             self.db,
             self._chroma,
@@ -132,6 +144,7 @@ class Memory:
             clock=self.clock,
             config=config.semantic,
             default_scope=self.default_scope,
+            protection=self.never_forget.document,
         )
         self.episodic = EpisodicStore(
             self.db,
@@ -141,6 +154,7 @@ class Memory:
             freshness=freshness,
             default_scope=self.default_scope,
             overflow=self._overflow_to_semantic,
+            protection=self.never_forget.episode,
         )
         self.procedural = ProceduralMemory(
             self.db, clock=self.clock, config=config.procedural, default_scope=self.default_scope
@@ -148,6 +162,68 @@ class Memory:
         self._sessions: dict[tuple[str, str], WorkingMemory] = {}
         self._sessions_lock = threading.Lock()
         self.semantic.recover()
+
+    def _open_pipelines(self, llm: LLM | None) -> None:
+        """Lifecycle, forgetting and distillation; complete what a crash interrupted."""
+        assert self.db is not None
+        self.lifecycle = Lifecycle(
+            self.db,
+            episodic=self.episodic,
+            semantic=self.semantic,
+            embedder=self.embedder,
+            clock=self.clock,
+        )
+        self.forgetting = Forgetting(
+            self.db,
+            lifecycle=self.lifecycle,
+            never_forget=self.never_forget,
+            clock=self.clock,
+            freshness=self.episodic.freshness,
+            decay_rate=self.config.episodic.decay_rate,
+            policies=policies_from_config(self.config.forgetting.policies),
+        )
+        self.distiller = Distiller(
+            self.db,
+            episodic=self.episodic,
+            semantic=self.semantic,
+            embedder=self.embedder,
+            clock=self.clock,
+            config=self.config.distill,
+            llm=llm or llm_from_config(self.config.llm),
+        )
+        self._protect_new_categories()
+        self.distiller.recover()
+
+    def _protect_new_categories(self) -> None:
+        """Protect existing items that never-forget categories added since the last open match
+        (protection is decided at write time; a category added later must reach back)."""
+        assert self.db is not None
+        signature = json.dumps(sorted(self.never_forget.categories))
+        if self.db.get_meta("never_forget") == signature:
+            return
+        rule = self.never_forget
+        episodes = [
+            (r["rowid"],)
+            for r in self.db.query(
+                "SELECT rowid, event_type, tags, context FROM episodes WHERE protected = 0"
+            )
+            if rule.episode(r["event_type"], json.loads(r["tags"]), json.loads(r["context"]))
+        ]
+        documents = [
+            (r["rowid"],)
+            for r in self.db.query(
+                "SELECT rowid, collection, metadata FROM semantic_docs WHERE protected = 0"
+            )
+            if rule.document(r["collection"], json.loads(r["metadata"]))
+        ]
+        with self.db.transaction() as conn:
+            conn.executemany("UPDATE episodes SET protected = 1 WHERE rowid = ?", episodes)
+            conn.executemany("UPDATE semantic_docs SET protected = 1 WHERE rowid = ?", documents)
+            conn.execute(
+                "INSERT INTO meta(key, value) VALUES ('never_forget', ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (signature,),
+            )
 
     def _check_embedder(self) -> None:
         """Refuse to mix vectors of two models in one directory."""
@@ -210,7 +286,11 @@ class Memory:
         return episode.id
 
     def _overflow_to_semantic(self, episodes: list[Episode]) -> None:
-        """Hand episodes leaving the episodic store to the semantic layer, one document each."""
+        """Hand episodes leaving the episodic store to the semantic layer, one document each.
+
+        Each hand-over is audited (policy ``capacity``, action ``overflow``) with the whole
+        episode as its snapshot, context included, so nothing is lost on overflow.
+        """
         groups: dict[tuple[str, str], list[Episode]] = defaultdict(list)
         for episode in episodes:
             groups[(episode.agent_name, episode.scope)].append(episode)
@@ -233,6 +313,88 @@ class Memory:
                 agent_name=agent,
                 scope=scope,
             )
+        if hasattr(self, "lifecycle"):
+            self.lifecycle.record_overflow(episodes, self.config.distill.collection)
+
+    # -- distillation, forgetting, maintenance --------------------------------------------
+
+    def distill(self, batch_size: int | None = None) -> DistillReport:
+        """Turn old, similar episodes into knowledge in ``distill.collection`` (decisions).
+
+        See :mod:`omoide.distill`: clusters of at least ``min_episodes_for_cluster`` similar
+        episodes older than the freshness threshold become one document each; their episodes
+        are marked distilled. Safe to interrupt and run again.
+        """
+        self._check_open()
+        return self.distiller.run(batch_size)
+
+    def forget(self, dry_run: bool = False) -> ForgetReport:
+        """Apply the forgetting policies; with ``dry_run`` only report what would be done.
+
+        See :mod:`omoide.forgetting`. Never-forget items are skipped (and refused by the
+        store itself if anything tried); every action is in :meth:`audit`.
+        """
+        self._check_open()
+        return self.forgetting.run(dry_run=dry_run)
+
+    def restore(
+        self, item_id: str, *, layer: str | None = None, collection: str | None = None
+    ) -> str:
+        """Bring an archived (or compressed) episode or document back; return its layer."""
+        self._check_open()
+        return self.lifecycle.restore(item_id, layer=layer, collection=collection)
+
+    def audit(
+        self,
+        item_id: str | None = None,
+        *,
+        policy: str | None = None,
+        layer: str | None = None,
+        action: str | None = None,
+        run_id: str | None = None,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        limit: int = 100,
+    ) -> list[AuditEntry]:
+        """The audit log of forgetting (and restores, and overflow), newest first."""
+        self._check_open()
+        return self.lifecycle.audit(
+            item_id,
+            policy=policy,
+            layer=layer,
+            action=action,
+            run_id=run_id,
+            since=since,
+            until=until,
+            limit=limit,
+        )
+
+    def maintain(self) -> MaintenanceReport:
+        """The daily job: :meth:`distill`, then :meth:`forget`.
+
+        Holds ``maintenance.lock`` in the data directory while it runs; a second run at the
+        same time (another thread or process) gets StoreLockedError.
+        """
+        self._check_open()
+        assert self.db is not None
+        lock = DirectoryLock(self.path, name=MAINTENANCE_LOCK)
+        try:
+            lock.acquire(0.0, clock=self.clock)
+        except StoreLockedError:
+            raise StoreLockedError(
+                f"maintenance of {self.path} is already running in another thread or process"
+            ) from None
+        try:
+            started_at = self.clock.now()
+            started = self.clock.monotonic()
+            distilled = self.distill()
+            forgotten = self.forget()
+            self.db.set_meta(LAST_RUN_KEY, repr(to_timestamp(self.clock.now())))
+            return MaintenanceReport(
+                started_at, distilled, forgotten, self.clock.monotonic() - started
+            )
+        finally:
+            lock.release()
 
     # -- whole-store operations -----------------------------------------------------------
 

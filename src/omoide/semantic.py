@@ -199,6 +199,10 @@ class SemanticStore:
         docs = self._check_documents(documents)
         metas = self._check_list("metadatas", metadatas, len(docs))
         clean_metas = [check_metadata(f"metadatas[{i}]", m) for i, m in enumerate(metas)]
+        for i, meta in enumerate(clean_metas):
+            subject = meta.get("subject")
+            if subject is not None and (not isinstance(subject, str) or not subject.strip()):
+                raise ValidationError(f"metadatas[{i}].subject", "expected a non-empty string")
         if ids is None:
             doc_ids = [content_id(d) for d in docs]
         else:
@@ -243,7 +247,7 @@ class SemanticStore:
                     "chunk_count=MAX(semantic_docs.chunk_count, excluded.chunk_count), "
                     "agent_name=excluded.agent_name, scope=excluded.scope, state='pending', "
                     "protected=MAX(semantic_docs.protected, excluded.protected), "
-                    "updated_at=excluded.updated_at",
+                    "archived_at=NULL, compressed_at=NULL, updated_at=excluded.updated_at",
                     (
                         collection,
                         doc_id,
@@ -258,8 +262,83 @@ class SemanticStore:
                         now,
                     ),
                 )
+            superseded = [
+                old
+                for doc_id, _doc, meta, _chunks, _protected in plans
+                for old in self._supersede(conn, collection, doc_id, meta, scope_value, now)
+            ]
         self._write_chunks(coll, collection, plans, vectors, owner, scope_value, now)
+        self._flag_superseded(collection, superseded)
         return list(unique)
+
+    def _supersede(
+        self,
+        conn: Any,
+        collection: str,
+        doc_id: str,
+        meta: Mapping[str, Any],
+        scope: str,
+        now: float,
+    ) -> list[str]:
+        """Make ``doc_id`` the current version of its ``subject``; return the ids it supersedes.
+
+        A document whose metadata has a ``subject`` supersedes every current document with the
+        same subject in the same collection and scope: they get ``superseded_by`` and
+        ``superseded_at``, and rank after current versions in queries. Runs inside the
+        registration transaction, so a crash leaves both or neither.
+        """
+        subject = meta.get("subject")
+        if not isinstance(subject, str):
+            conn.execute(
+                "UPDATE semantic_docs SET subject=NULL, version=NULL WHERE collection=? AND id=?",
+                (collection, doc_id),
+            )
+            return []
+        row = conn.execute(
+            "SELECT subject, version, superseded_by FROM semantic_docs WHERE collection=? AND id=?",
+            (collection, doc_id),
+        ).fetchone()
+        if row["subject"] == subject and row["superseded_by"] is None and row["version"]:
+            version = int(row["version"])
+        else:
+            latest = conn.execute(
+                "SELECT MAX(version) FROM semantic_docs WHERE collection=? AND subject=? "
+                "AND scope=?",
+                (collection, subject, scope),
+            ).fetchone()[0]
+            version = int(latest or 0) + 1
+        conn.execute(
+            "UPDATE semantic_docs SET subject=?, version=?, superseded_by=NULL, "
+            "superseded_at=NULL WHERE collection=? AND id=?",
+            (subject, version, collection, doc_id),
+        )
+        older = [
+            r[0]
+            for r in conn.execute(
+                "SELECT id FROM semantic_docs WHERE collection=? AND subject=? AND scope=? "
+                "AND id != ? AND superseded_by IS NULL",
+                (collection, subject, scope, doc_id),
+            )
+        ]
+        conn.executemany(
+            "UPDATE semantic_docs SET superseded_by=?, superseded_at=? WHERE collection=? AND id=?",
+            [(doc_id, now, collection, old) for old in older],
+        )
+        return older
+
+    def _flag_superseded(self, collection: str, doc_ids: Sequence[str]) -> None:
+        """Mirror ``superseded_by`` into the chunks' ``_current`` flag (SQLite stays the truth:
+        :meth:`query` reads it from the registry)."""
+        chunk_ids = [
+            f"{r['id']}#{i}"
+            for r in self._rows(collection, doc_ids)
+            if r["state"] in ("active", "compressed")
+            for i in range(int(r["chunk_count"]))
+        ]
+        if chunk_ids:
+            self._collection(collection).update(
+                ids=chunk_ids, metadatas=[{"_current": False}] * len(chunk_ids)
+            )
 
     def _write_chunks(
         self,
@@ -277,13 +356,12 @@ class SemanticStore:
         chunk_metas: list[dict[str, Any]] = []
         stale: list[str] = []
         for doc_id, _doc, meta, chunks, _protected in plans:
-            previous = int(
-                self._db.scalar(
-                    "SELECT chunk_count FROM semantic_docs WHERE collection=? AND id=?",
-                    (collection, doc_id),
-                )
-                or 0
+            row = self._db.query_one(
+                "SELECT chunk_count, superseded_by FROM semantic_docs WHERE collection=? AND id=?",
+                (collection, doc_id),
             )
+            previous = int(row["chunk_count"]) if row is not None else 0
+            current = row is None or row["superseded_by"] is None
             stale.extend(f"{doc_id}#{i}" for i in range(len(chunks), previous))
             for i, chunk in enumerate(chunks):
                 chunk_ids.append(f"{doc_id}#{i}")
@@ -296,7 +374,7 @@ class SemanticStore:
                         "_chunk": i,
                         "_chunks": len(chunks),
                         "_created": now,
-                        "_current": True,
+                        "_current": current,
                     }
                 )
         if stale:
@@ -311,24 +389,41 @@ class SemanticStore:
             )
         with self._db.transaction() as conn:
             conn.executemany(
-                "UPDATE semantic_docs SET state='active', chunk_count=? "
-                "WHERE collection=? AND id=?",
+                "UPDATE semantic_docs SET chunk_count=?, state=CASE WHEN compressed_at IS NULL "
+                "THEN 'active' ELSE 'compressed' END WHERE collection=? AND id=?",
                 [(len(p[3]), collection, p[0]) for p in plans],
             )
 
     def recover(self) -> int:
-        """Complete writes a crash interrupted (documents left *pending*); return how many."""
+        """Complete operations a crash interrupted; return how many documents it touched.
+
+        Documents left *pending* are written to Chroma; documents left *archiving* or
+        *deleting* have their chunks removed and reach *archived* or leave the registry.
+        """
         rows = self._db.query(
-            "SELECT collection, id, content, metadata, agent_name, scope, protected, created_at "
-            "FROM semantic_docs WHERE state = 'pending'"
+            "SELECT collection, id FROM semantic_docs "
+            "WHERE state IN ('pending', 'archiving', 'deleting')"
         )
-        by_collection: dict[str, list[Any]] = {}
+        by_collection: dict[str, list[str]] = {}
         for row in rows:
-            by_collection.setdefault(row["collection"], []).append(row)
-        for collection, group in by_collection.items():
-            if collection not in self._collections:
-                continue
-            for row in group:
+            by_collection.setdefault(row["collection"], []).append(row["id"])
+        for collection, ids in by_collection.items():
+            if collection in self._collections:
+                self.settle(collection, ids)
+        return len(rows)
+
+    def settle(self, collection: str, doc_ids: Sequence[str]) -> None:
+        """Bring Chroma in line with registry rows left in a transitional state.
+
+        The registry changes first (in SQLite, where the never-forget triggers check it),
+        Chroma follows, and the final state is recorded last: ``pending`` → chunks written →
+        ``active`` (or ``compressed``); ``archiving`` → chunks removed → ``archived``;
+        ``deleting`` → chunks removed → row removed. Every step can be repeated safely.
+        """
+        coll = self._collection(collection)
+        for row in self._rows(collection, doc_ids):
+            state = row["state"]
+            if state == "pending":
                 chunks = chunk_text(
                     row["content"],
                     max_tokens=self.chunk_tokens,
@@ -344,7 +439,7 @@ class SemanticStore:
                 )
                 vectors = self._embedder.embed_passages(chunks)
                 self._write_chunks(
-                    self._collections[collection],
+                    coll,
                     collection,
                     [plan],
                     vectors,
@@ -352,7 +447,23 @@ class SemanticStore:
                     row["scope"],
                     float(row["created_at"]),
                 )
-        return len(rows)
+            elif state in ("archiving", "deleting"):
+                chunk_ids = [f"{row['id']}#{i}" for i in range(int(row["chunk_count"]))]
+                if chunk_ids:
+                    coll.delete(ids=chunk_ids)
+                with self._db.transaction() as conn:
+                    if state == "archiving":
+                        conn.execute(
+                            "UPDATE semantic_docs SET state='archived' "
+                            "WHERE collection=? AND id=? AND state='archiving'",
+                            (collection, row["id"]),
+                        )
+                    else:
+                        conn.execute(
+                            "DELETE FROM semantic_docs WHERE collection=? AND id=? "
+                            "AND state='deleting'",
+                            (collection, row["id"]),
+                        )
 
     def delete(self, collection: str, ids: Sequence[str]) -> int:
         """Delete documents (and their chunks); return how many existed.
@@ -360,7 +471,7 @@ class SemanticStore:
         Never-forget documents are refused with :class:`ProtectedMemoryError` and then nothing
         is deleted.
         """
-        coll = self._collection(collection)
+        self._collection(collection)
         doc_ids = [
             check_name(f"ids[{i}]", x) for i, x in enumerate(self._check_list("ids", ids, None))
         ]
@@ -371,14 +482,15 @@ class SemanticStore:
                 f"document {protected[0]!r} in {collection!r} is protected by a never-forget "
                 "rule and cannot be deleted"
             )
-        chunk_ids = [f"{r['id']}#{i}" for r in rows for i in range(int(r["chunk_count"]))]
-        if chunk_ids:
-            coll.delete(ids=chunk_ids)
+        # The registry first: the never-forget trigger refuses a protected row here even if
+        # the check above were bypassed, and a crash leaves a *deleting* row that recover()
+        # completes rather than chunks without a registry row.
         with self._db.transaction() as conn:
             conn.executemany(
-                "DELETE FROM semantic_docs WHERE collection=? AND id=?",
+                "UPDATE semantic_docs SET state='deleting' WHERE collection=? AND id=?",
                 [(collection, r["id"]) for r in rows],
             )
+        self.settle(collection, [r["id"] for r in rows])
         return len(rows)
 
     # -- reading -----------------------------------------------------------------------
@@ -427,6 +539,13 @@ class SemanticStore:
             )
         except ValueError as exc:  # Chroma's own validation of filters
             raise ValidationError("where", str(exc)) from None
+        live = self._live_versions(
+            collection,
+            [
+                str((m or {}).get("_doc", c.split("#")[0]))
+                for c, m in zip(raw["ids"][0], raw["metadatas"][0], strict=True)
+            ],
+        )
         hits: list[QueryHit] = []
         seen: set[str] = set()
         for cid, doc, meta, dist in zip(
@@ -438,7 +557,7 @@ class SemanticStore:
         ):
             meta = dict(meta or {})
             doc_id = str(meta.get("_doc", cid.split("#")[0]))
-            if dedupe and doc_id in seen:
+            if doc_id not in live or (dedupe and doc_id in seen):
                 continue
             seen.add(doc_id)
             hits.append(
@@ -450,7 +569,7 @@ class SemanticStore:
                     collection=collection,
                     doc_id=doc_id,
                     chunk_index=int(meta.get("_chunk", 0)),
-                    current=bool(meta.get("_current", True)),
+                    current=live[doc_id],
                 )
             )
         hits.sort(key=lambda h: (not h.current, h.distance))
@@ -458,6 +577,15 @@ class SemanticStore:
         if touch and hits:
             self._touch(collection, [h.doc_id for h in hits])
         return hits
+
+    def _live_versions(self, collection: str, doc_ids: Sequence[str]) -> dict[str, bool]:
+        """For the documents that are searchable (active or compressed), whether each is the
+        current version of its subject. The registry is the truth; Chroma's flags follow it."""
+        return {
+            r["id"]: r["superseded_by"] is None
+            for r in self._rows(collection, list(dict.fromkeys(doc_ids)))
+            if r["state"] in ("active", "compressed")
+        }
 
     def get(
         self,

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..clock import Clock, to_timestamp
-from ..errors import StorageError
+from ..errors import ProtectedMemoryError, StorageError
 from .migrations import MIGRATIONS, Migration
 
 __all__ = ["Database"]
@@ -46,6 +46,8 @@ class Database:
                 raise StorageError(f"{self.path}: could not switch to WAL journal (got {mode})")
             self._conn.execute("PRAGMA synchronous=FULL")
             self._conn.execute("PRAGMA foreign_keys=ON")
+            # DELETE triggers also fire for rows that INSERT OR REPLACE removes (never-forget).
+            self._conn.execute("PRAGMA recursive_triggers=ON")
             self._conn.execute("PRAGMA busy_timeout=30000")
             integrity = self._conn.execute("PRAGMA quick_check").fetchone()[0]
             if integrity != "ok":
@@ -71,9 +73,12 @@ class Database:
             self._depth = 1
             try:
                 yield self._conn
-            except BaseException:
+            except BaseException as exc:
                 self._depth = 0
                 self._conn.execute("ROLLBACK")
+                translated = _translate(exc)
+                if translated is not None:
+                    raise translated from None
                 raise
             else:
                 self._depth = 0
@@ -88,7 +93,13 @@ class Database:
     def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> sqlite3.Cursor:
         """Run one statement (in its own transaction unless inside one)."""
         with self._lock:
-            return self._conn.execute(sql, params)
+            try:
+                return self._conn.execute(sql, params)
+            except sqlite3.IntegrityError as exc:
+                translated = _translate(exc)
+                if translated is not None:
+                    raise translated from None
+                raise
 
     def query(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[sqlite3.Row]:
         """Run a read and return all rows."""
@@ -167,3 +178,18 @@ class Database:
             with suppress(sqlite3.Error):
                 self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             self._conn.close()
+
+
+_PROTECTED = "omoide-protected: "
+_AUDIT = "omoide-audit: "
+
+
+def _translate(exc: BaseException) -> Exception | None:
+    """The typed error for a refusal raised by a schema trigger (None: not one of ours)."""
+    if isinstance(exc, sqlite3.IntegrityError):
+        message = str(exc)
+        if message.startswith(_PROTECTED):
+            return ProtectedMemoryError(message[len(_PROTECTED) :])
+        if message.startswith(_AUDIT):
+            return StorageError(message[len(_AUDIT) :])
+    return None

@@ -188,7 +188,103 @@ CREATE TABLE procedure_outcomes (
 );
 """
 
+FORGETTING = """
+-- Lifecycle of forgotten items: archived (out of recall and search, restorable) and
+-- compressed (details replaced by a summary; id and original date kept).
+ALTER TABLE episodes ADD COLUMN archived_at REAL;
+ALTER TABLE episodes ADD COLUMN compressed_at REAL;
+-- The knowledge document an episode was distilled into (NULL: not distilled).
+ALTER TABLE episodes ADD COLUMN distilled_into TEXT;
+ALTER TABLE semantic_docs ADD COLUMN archived_at REAL;
+ALTER TABLE semantic_docs ADD COLUMN compressed_at REAL;
+CREATE INDEX episodes_undistilled ON episodes(state) WHERE distilled_at IS NULL;
+
+-- Every forgetting action (and every restore), append-only. ``snapshot`` is the item as it
+-- was before the action (JSON, without its embedding): enough to restore it.
+CREATE TABLE audit_log (
+    id          INTEGER PRIMARY KEY,
+    at          REAL NOT NULL,
+    run_id      TEXT NOT NULL,
+    policy      TEXT NOT NULL,
+    layer       TEXT NOT NULL,
+    collection  TEXT NOT NULL DEFAULT '',
+    item_id     TEXT NOT NULL,
+    action      TEXT NOT NULL,
+    reason      TEXT NOT NULL,
+    snapshot    TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX audit_log_item ON audit_log(item_id, id);
+CREATE INDEX audit_log_at ON audit_log(at);
+CREATE TRIGGER audit_log_no_update BEFORE UPDATE ON audit_log
+BEGIN
+    SELECT RAISE(ABORT, 'omoide-audit: the audit log is append-only');
+END;
+CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log
+BEGIN
+    SELECT RAISE(ABORT, 'omoide-audit: the audit log is append-only');
+END;
+
+-- Knowledge documents a distillation run is writing: a run interrupted between writing a
+-- document and marking its episodes is completed from here by the next run.
+CREATE TABLE distill_journal (
+    collection  TEXT NOT NULL,
+    doc_id      TEXT NOT NULL,
+    source_ids  TEXT NOT NULL,
+    started_at  REAL NOT NULL,
+    PRIMARY KEY (collection, doc_id)
+);
+
+-- Never forget, enforced by the store itself: a protected row cannot be deleted, leave the
+-- live states, have its content rewritten, or lose its protection, whatever path asks.
+-- (Database turns recursive_triggers on, so INSERT OR REPLACE cannot sidestep the DELETE
+-- triggers.)
+CREATE TRIGGER episodes_protected_delete BEFORE DELETE ON episodes
+WHEN OLD.protected = 1
+BEGIN
+    SELECT RAISE(ABORT, 'omoide-protected: a never-forget episode cannot be deleted');
+END;
+CREATE TRIGGER episodes_protected_update BEFORE UPDATE ON episodes
+WHEN OLD.protected = 1 AND (
+    NEW.protected IS NOT 1
+    OR NEW.state IS NOT OLD.state
+    OR NEW.archived_at IS NOT OLD.archived_at
+    OR NEW.compressed_at IS NOT OLD.compressed_at
+    OR NEW.id IS NOT OLD.id
+    OR NEW.description IS NOT OLD.description
+    OR NEW.context IS NOT OLD.context
+    OR NEW.event_type IS NOT OLD.event_type
+    OR NEW.agent_name IS NOT OLD.agent_name
+    OR NEW.timestamp IS NOT OLD.timestamp
+    OR NEW.scope IS NOT OLD.scope
+    OR (OLD.outcome IS NOT NULL AND NEW.outcome IS NOT OLD.outcome)
+)
+BEGIN
+    SELECT RAISE(ABORT,
+        'omoide-protected: a never-forget episode cannot be archived, compressed or rewritten');
+END;
+CREATE TRIGGER semantic_docs_protected_delete BEFORE DELETE ON semantic_docs
+WHEN OLD.protected = 1
+BEGIN
+    SELECT RAISE(ABORT, 'omoide-protected: a never-forget document cannot be deleted');
+END;
+CREATE TRIGGER semantic_docs_protected_update BEFORE UPDATE ON semantic_docs
+WHEN OLD.protected = 1 AND (
+    NEW.protected IS NOT 1
+    OR NEW.state NOT IN ('pending', 'active')
+    OR NEW.archived_at IS NOT OLD.archived_at
+    OR NEW.compressed_at IS NOT OLD.compressed_at
+    OR NEW.id IS NOT OLD.id
+    OR NEW.collection IS NOT OLD.collection
+    OR NEW.content IS NOT OLD.content
+)
+BEGIN
+    SELECT RAISE(ABORT,
+        'omoide-protected: a never-forget document cannot be archived, compressed or rewritten');
+END;
+"""
+
 #: Every migration, in order. Append only.
 MIGRATIONS: list[Migration] = [
     Migration("0001_core", CORE),
+    Migration("0002_forgetting", FORGETTING),
 ]
