@@ -15,6 +15,8 @@ from __future__ import annotations
 import os
 import threading
 from collections import defaultdict
+from collections.abc import Sequence
+from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -27,6 +29,8 @@ from .errors import ConfigError, OmoideError
 from .freshness import FreshnessCurve
 from .models import Episode, Message
 from .procedural import ProceduralMemory
+from .recall_log import RecallLog
+from .router import Context, Router
 from .scope import normalize_scope
 from .semantic import SemanticStore
 from .storage import Database, DirectoryLock
@@ -145,6 +149,8 @@ class Memory:
         self.procedural = ProceduralMemory(
             self.db, clock=self.clock, config=config.procedural, default_scope=self.default_scope
         )
+        self.recall_log = RecallLog(self.db, clock=self.clock, config=config.router)
+        self._router = Router(self)
         self._sessions: dict[tuple[str, str], WorkingMemory] = {}
         self._sessions_lock = threading.Lock()
         self.semantic.recover()
@@ -233,6 +239,35 @@ class Memory:
                 agent_name=agent,
                 scope=scope,
             )
+
+    # -- recall ------------------------------------------------------------------------
+
+    def recall(
+        self,
+        query: str,
+        *,
+        agent_name: str,
+        session_id: str | None = None,
+        budget_tokens: int | None = None,
+        layers: Sequence[str] | None = None,
+        now: datetime | str | None = None,
+    ) -> Context:
+        """The memories that answer ``query`` for ``agent_name``, from every layer that holds
+        them, ranked and packed into ``budget_tokens`` (default ``router.default_budget_tokens``,
+        2,000). ``session_id`` adds that session's pins and recent messages; ``layers``
+        restricts the layers consulted; ``now`` replaces the clock's time (for time
+        expressions and freshness). Only what the agent's scope allows is read. See
+        :mod:`omoide.router`.
+        """
+        self._check_open()
+        return self._router.recall(
+            query,
+            agent_name=agent_name,
+            session_id=session_id,
+            budget_tokens=budget_tokens,
+            layers=layers,
+            now=now,
+        )
 
     # -- whole-store operations -----------------------------------------------------------
 
