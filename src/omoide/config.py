@@ -275,11 +275,13 @@ class RouterConfig:
     #: Candidates per signal (full text, embeddings) per layer before ranking.
     candidate_pool: int = 200
     #: How an item's score is made: relevance, and for episodes importance and freshness.
-    relevance_weight: float = 0.9
+    relevance_weight: float = 0.95
     importance_weight: float = 0.05
-    freshness_weight: float = 0.05
+    freshness_weight: float = 0.0
     #: Added to episodes inside the time range a question names ("先週", "last week").
     time_range_bonus: float = 0.25
+    #: Added to episodes written by an agent the question names ("what did the CTO decide?").
+    author_bonus: float = 0.1
 
 
 @dataclass(frozen=True)
@@ -496,7 +498,13 @@ def _check(config: Config) -> None:
         raise ConfigError("router.context_key_weights: expected three numbers within [0, 100]")
     if not isinstance(r.dense_weight, int | float) or not 0 <= r.dense_weight <= 100:
         raise ConfigError("router.dense_weight: expected a number within [0, 100]")
-    for name in ("relevance_weight", "importance_weight", "freshness_weight", "time_range_bonus"):
+    for name in (
+        "relevance_weight",
+        "importance_weight",
+        "freshness_weight",
+        "time_range_bonus",
+        "author_bonus",
+    ):
         _unit(getattr(r, name), f"router.{name}")
     if config.lock_timeout < 0:
         raise ConfigError("lock_timeout: must be >= 0")

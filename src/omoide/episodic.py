@@ -51,7 +51,7 @@ from .validation import (
     check_unit_interval,
 )
 
-__all__ = ["Candidate", "EpisodicStore", "OverflowSink", "episode_text"]
+__all__ = ["Candidate", "EpisodicStore", "OverflowSink", "embedding_text", "episode_text"]
 
 #: Receives episodes about to leave the table for capacity; must store them durably.
 OverflowSink = Callable[[list[Episode]], None]
@@ -78,6 +78,15 @@ class Candidate:
 def episode_text(description: str, outcome: str | None) -> str:
     """The text an episode is embedded as: what happened, and its outcome if known."""
     return f"{description}\n→ {outcome}" if outcome else description
+
+
+def embedding_text(agent_name: str, description: str, outcome: str | None) -> str:
+    """The text an episode's vector is computed from: who, and what happened.
+
+    The author is part of the meaning ("what did the CTO decide?"); on LoCoMo, embedding
+    turns without their speaker drops dense evidence Recall@10 from about 52 to 15.
+    """
+    return f"{agent_name}: {episode_text(description, outcome)}"
 
 
 def _fts_body(
@@ -227,7 +236,7 @@ class EpisodicStore:
             raise AlreadyExistsError(f"episode {sorted(existing)[0]!r} already exists")
         fresh = [r for r in rows if r["id"] not in existing]
         vectors = self._embedder.embed_passages(
-            [episode_text(r["description"], r["outcome"]) for r in fresh]
+            [embedding_text(r["agent_name"], r["description"], r["outcome"]) for r in fresh]
         )
         created = to_timestamp(self._clock.now())
         rowids: list[int] = []
@@ -399,7 +408,9 @@ class EpisodicStore:
         new_tags = current.tags if tags is None else check_string_list("tags", tags)
         vector = None
         if new_outcome != current.outcome:
-            vector = self._embedder.embed_passages([episode_text(current.description, new_outcome)])
+            vector = self._embedder.embed_passages(
+                [embedding_text(current.agent_name, current.description, new_outcome)]
+            )
         with self._db.transaction() as conn:
             rowid = conn.execute("SELECT rowid FROM episodes WHERE id=?", (episode_id,)).fetchone()[
                 0

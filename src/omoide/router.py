@@ -19,7 +19,11 @@ counter on the rendered text. Every recall is logged for provenance
 Episodes are ranked by their own relevance rather than by :meth:`EpisodicStore.recall`'s
 article formula: the BM25 of the episode's *context key* (the episode, its date and its
 neighbours in the thread; :mod:`omoide.context_keys`) normalised by the best candidate, plus
-calibrated embedding similarity, with a little importance and freshness.
+calibrated embedding similarity (each weighted 1:1 by default), with a little importance.
+Episodes written by an agent the question names ("what did the CTO decide?") get a bonus,
+as do episodes inside the time range the question names. Freshness is off by default: a
+question about an old event should not lose to a recent one that matches it less; time
+enters through time expressions instead.
 
 Everything an agent reads through the router is limited to what its scope allows.
 """
@@ -55,6 +59,8 @@ LAYERS: tuple[str, ...] = ("working", "episodic", "semantic", "procedural")
 MAX_QUERY_CHARS = 10_000
 #: An item is cut to fit the remaining budget only if at least this many tokens remain.
 MIN_TRUNCATED_TOKENS = 24
+#: Packing stops after this many items that did not fit (the budget is as good as full).
+MAX_MISSES = 3
 
 _PAST_EN = re.compile(
     r"\b(?:last time|previous(?:ly)?|before|earlier|did (?:we|i|you|they|he|she)|"
@@ -342,6 +348,7 @@ class Router:
         cosines = np.array([c.cosine for c in found.values()], dtype=np.float32)
         dense = mem.embedder.calibrate(cosines, "query")
         weight = plan.weights["episodic"]
+        named = {a for a in {c.episode.agent_name for c in found.values()} if _names(query, a)}
         items = []
         for (_id, c), dense_part in zip(found.items(), dense, strict=True):
             text_part = c.key_score / best if best > 0 else 0.0
@@ -353,6 +360,9 @@ class Router:
                 + config.freshness_weight * mem.episodic.freshness_of(episode, now)
             )
             why = plan.reasons["episodic"]
+            if episode.agent_name in named:
+                score += config.author_bonus
+                why = f"written by {episode.agent_name}, whom the question names; {why}"
             if plan.time_range is not None and episode.timestamp in plan.time_range:
                 score += config.time_range_bonus
                 why = f"within {plan.time_range.expression}; {why}"
@@ -484,8 +494,9 @@ class Router:
         ranked = sorted(candidates, key=lambda i: (-i.score, i.layer, i.id))
         chosen: list[ContextItem] = []
         blocks: list[str] = []
+        misses = 0
         for item in ranked:
-            if used >= budget:
+            if budget - used < MIN_TRUNCATED_TOKENS or misses >= MAX_MISSES:
                 break
             n = len(chosen) + 1
             block = _block(n, item, item.text)
@@ -493,12 +504,16 @@ class Router:
             truncated = False
             if used + tokens > budget:
                 room = budget - used - (tokens - count(item.text)) - 2
-                if room < MIN_TRUNCATED_TOKENS:
+                text = ""
+                if room >= MIN_TRUNCATED_TOKENS:
+                    text = self._mem.token_counter.truncate(item.text, room).rstrip()
+                if not text:
+                    misses += 1
                     continue
-                text = self._mem.token_counter.truncate(item.text, room).rstrip() + "…"
-                block = _block(n, item, text)
+                block = _block(n, item, text + "…")
                 tokens = count(block) + 1
                 if used + tokens > budget:
+                    misses += 1
                     continue
                 truncated = True
             used += tokens
@@ -544,6 +559,17 @@ def _check_layers(layers: Sequence[str] | None) -> tuple[str, ...]:
         if name not in LAYERS:
             raise UnknownLayerError(name, list(LAYERS), field="layers")
     return tuple(layer for layer in LAYERS if layer in layers)
+
+
+def _names(query: str, agent: str) -> bool:
+    """True if ``query`` names ``agent`` (a whole word; any substring for CJK names)."""
+    name = unicodedata.normalize("NFKC", agent).casefold()
+    text = unicodedata.normalize("NFKC", query).casefold()
+    if len(name) < 2 or name not in text:
+        return False
+    if not name.isascii():
+        return True
+    return re.search(rf"(?<![\w]){re.escape(name)}(?![\w])", text) is not None
 
 
 def _fingerprint(text: str) -> str:

@@ -44,7 +44,7 @@ RECENT_DAYS = 14
 
 @dataclass(frozen=True)
 class TimeRange:
-    """A half-open range ``[start, end)`` that a time expression denotes."""
+    """A half-open range ``[start, end)`` that a time expression denotes (never past now)."""
 
     start: datetime
     end: datetime
@@ -458,6 +458,7 @@ def find_time_range(text: str, now: datetime) -> TimeRange | None:
                 continue  # not a date after all (month 13, "may" the verb, ...)
             if start > now:
                 continue
+            end = min(end, now)  # nothing is recorded in the future
             found.append((m.start(), -(m.end() - m.start()), TimeRange(start, end, m[0].strip())))
     if not found:
         return None
