@@ -125,6 +125,18 @@ def test_budget_is_never_exceeded(stocked: Memory, budget: int) -> None:
     assert scores == sorted(scores, reverse=True)
 
 
+def test_budget_holds_for_many_budgets(stocked: Memory) -> None:
+    import random
+
+    for i in range(6):
+        stocked.episodic.record("cto", "note", f"デプロイ記録 {i} " + "deploy notes " * (10 * i))
+    rng = random.Random(4)
+    for budget in rng.sample(range(1, 1500), 25):
+        context = stocked.recall("deploy デプロイ", agent_name="cto", budget_tokens=budget)
+        assert context.tokens <= budget
+        assert stocked.token_counter.count(context.render()) == context.tokens
+
+
 def test_long_item_is_truncated_to_fit(stocked: Memory) -> None:
     stocked.episodic.record(
         "cto", "note", "migration runbook " + "step detail " * 400, id="ep-long"
@@ -223,6 +235,16 @@ def test_layers_restrict_the_sources(stocked: Memory) -> None:
     context = stocked.recall("FastAPI", agent_name="cto", layers=["semantic"])
     assert context.layers == ("semantic",)
     assert {i.layer for i in context.items} == {"semantic"}
+
+
+def test_question_naming_an_agent_prefers_its_episodes(mem: Memory) -> None:
+    mem.episodic.record("cto", "decision", "We chose PostgreSQL for billing", id="ep-cto")
+    mem.episodic.record("cfo", "decision", "We chose PostgreSQL for billing too", id="ep-cfo")
+    context = mem.recall(
+        "What did the cfo choose for billing?", agent_name="ceo", layers=["episodic"]
+    )
+    assert context.ids()[0] == "ep-cfo"
+    assert "cfo" in context.items[0].why
 
 
 def test_every_recall_is_logged(stocked: Memory, clock: ManualClock) -> None:

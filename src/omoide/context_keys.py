@@ -219,7 +219,7 @@ def remove_keys(conn: sqlite3.Connection, rowids: Sequence[int]) -> None:
 
 
 def search_keys(
-    conn_or_db: Any,
+    db: Any,
     query: str,
     where: str,
     params: Sequence[Any],
@@ -232,7 +232,7 @@ def search_keys(
     if not expression:
         return {}
     w = ", ".join(f"{float(x):g}" for x in weights)
-    rows = conn_or_db.query(
+    rows = db.query(
         f"SELECT k.rowid, -bm25(episode_keys_fts, {w}) FROM episode_keys_fts k "
         "JOIN episodes ON episodes.rowid = k.rowid "
         f"WHERE episode_keys_fts MATCH ? AND {where} "
