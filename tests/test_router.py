@@ -254,3 +254,65 @@ def test_every_recall_is_logged(stocked: Memory, clock: ManualClock) -> None:
     assert [i.id for i in record.items] == context.ids()
     assert record.tokens_used == context.tokens
     assert record.created_at == clock.now()
+
+
+def test_router_settings_load_and_validate() -> None:
+    from omoide import Config
+    from omoide.errors import ConfigError
+
+    config = Config.from_dict(
+        {"router": {"context_key_weights": [1.0, 0.3, 0.1], "dense_weight": 0.5}}
+    )
+    assert tuple(config.router.context_key_weights) == (1.0, 0.3, 0.1)
+    assert config.router.dense_weight == 0.5
+    for bad in (
+        {"context_key_weights": [1.0, 0.5]},
+        {"dense_weight": -1},
+        {"author_bonus": 2},
+        {"recent_window_minutes": 0},
+        {"candidate_pool": 0},
+    ):
+        with pytest.raises(ConfigError):
+            Config.from_dict({"router": bad})
+
+
+def test_settings_change_the_ranking(tmp_path: object, clock: ManualClock) -> None:
+    """The context-key weights are read by recall: without neighbours, an answer that does
+    not repeat the question's words is no longer found by them."""
+    import dataclasses
+    from pathlib import Path
+
+    from omoide import Config
+    from omoide.config import RouterConfig
+
+    path = Path(str(tmp_path)) / "d"
+    rows = [
+        ("mel", "How was the pottery class?"),
+        ("caro", "Loved it, I made a bowl"),
+        ("mel", "Unrelated: the weather is nice"),
+        ("caro", "Yes, sunny all week"),
+    ]
+    with Memory(path, clock=clock) as mem:
+        mem.episodic.record_many(
+            [
+                {
+                    "agent_name": a,
+                    "event_type": "message",
+                    "description": t,
+                    "id": f"t{i}",
+                    "timestamp": NOW + timedelta(seconds=i),
+                    "context": {"thread": "s"},
+                }
+                for i, (a, t) in enumerate(rows)
+            ]
+        )
+        with_neighbours = mem.recall("pottery class", agent_name="x", layers=["episodic"])
+        scores = {i.id: i.metadata["relevance"] for i in with_neighbours.items}
+    config = Config(
+        router=dataclasses.replace(RouterConfig(), context_key_weights=(1, 0, 0), dense_weight=0.0)
+    )
+    with Memory(path, clock=clock, config=config) as mem:
+        alone = mem.recall("pottery class", agent_name="x", layers=["episodic"])
+        scores_alone = {i.id: i.metadata["relevance"] for i in alone.items}
+    assert scores["t1"] > 0.3  # its neighbour asked about the pottery class
+    assert scores_alone.get("t1", 0.0) == 0.0
