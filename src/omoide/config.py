@@ -265,7 +265,23 @@ class RouterConfig:
 
     default_budget_tokens: int = 2_000
     recent_window_minutes: float = 5.0
+    #: Days a recall stays in the provenance log (0: recalls are not logged).
     recall_log_retention_days: int = 30
+    #: BM25 weights of an episode's context-key columns: the episode, its neighbours in the
+    #: thread, the ones two places away (see :mod:`omoide.context_keys`).
+    context_key_weights: tuple[float, float, float] = (1.0, 0.5, 0.25)
+    #: Weight of calibrated embedding similarity beside the normalised context-key BM25.
+    dense_weight: float = 1.0
+    #: Candidates per signal (full text, embeddings) per layer before ranking.
+    candidate_pool: int = 200
+    #: How an item's score is made: relevance, and for episodes importance and freshness.
+    relevance_weight: float = 0.95
+    importance_weight: float = 0.05
+    freshness_weight: float = 0.0
+    #: Added to episodes inside the time range a question names ("先週", "last week").
+    time_range_bonus: float = 0.25
+    #: Added to episodes written by an agent the question names ("what did the CTO decide?").
+    author_bonus: float = 0.1
 
 
 @dataclass(frozen=True)
@@ -479,7 +495,28 @@ def _check(config: Config) -> None:
     if d.collection not in s.collections:
         raise ConfigError(f"distill.collection: {d.collection!r} is not a configured collection")
     _check_pipelines(config)
-    _positive(config.router.default_budget_tokens, "router.default_budget_tokens")
+    r = config.router
+    _positive(r.default_budget_tokens, "router.default_budget_tokens")
+    _positive(r.candidate_pool, "router.candidate_pool")
+    if not isinstance(r.recall_log_retention_days, int) or r.recall_log_retention_days < 0:
+        raise ConfigError("router.recall_log_retention_days: expected an integer >= 0")
+    if not r.recent_window_minutes > 0:
+        raise ConfigError("router.recent_window_minutes: must be > 0")
+    if len(r.context_key_weights) != 3 or any(
+        not isinstance(x, int | float) or isinstance(x, bool) or not 0 <= x <= 100
+        for x in r.context_key_weights
+    ):
+        raise ConfigError("router.context_key_weights: expected three numbers within [0, 100]")
+    if not isinstance(r.dense_weight, int | float) or not 0 <= r.dense_weight <= 100:
+        raise ConfigError("router.dense_weight: expected a number within [0, 100]")
+    for name in (
+        "relevance_weight",
+        "importance_weight",
+        "freshness_weight",
+        "time_range_bonus",
+        "author_bonus",
+    ):
+        _unit(getattr(r, name), f"router.{name}")
     if config.lock_timeout < 0:
         raise ConfigError("lock_timeout: must be >= 0")
 

@@ -29,8 +29,9 @@ from typing import Any
 
 from .chunking import split_sentences
 from .clock import Clock, from_timestamp, to_timestamp
+from .context_keys import refresh_keys, remove_keys
 from .embeddings import Embedder
-from .episodic import EpisodicStore, _fts_body, episode_text
+from .episodic import EpisodicStore, _fts_body, embedding_text
 from .errors import NotFoundError, UnknownLayerError, ValidationError
 from .models import Episode
 from .semantic import SemanticStore
@@ -193,6 +194,7 @@ class Lifecycle:
                 "UPDATE episodes SET state = 'archived', archived_at = ? WHERE rowid = ?",
                 (to_timestamp(self._clock.now()), row["rowid"]),
             )
+            remove_keys(conn, [int(row["rowid"])])  # out of recall, out of its neighbours' keys
             self._audit(
                 conn,
                 layer="episodic",
@@ -212,7 +214,7 @@ class Lifecycle:
             raise ValidationError("id", f"episode {episode_id!r} is archived; restore it first")
         description = summarize(row["description"], self.summary_chars)
         outcome = summarize(row["outcome"], self.summary_chars) if row["outcome"] else None
-        vector = self._embedder.embed_passages([episode_text(description, outcome)])[0]
+        vector = self._embedder.embed_passages([embedding_text(row["agent_name"], description, outcome)])[0]
         with self._db.transaction() as conn:
             row = self._episode_row(conn, episode_id)  # as it is now, inside the transaction
             conn.execute(
@@ -227,6 +229,7 @@ class Lifecycle:
                 ),
             )
             self._reindex_text(conn, row, description, outcome)
+            refresh_keys(conn, [int(row["rowid"])])
             self._audit(
                 conn,
                 layer="episodic",
@@ -243,6 +246,7 @@ class Lifecycle:
     def _delete_episode(self, episode_id: str, *, policy: str, reason: str, run_id: str) -> None:
         with self._db.transaction() as conn:
             row = self._episode_row(conn, episode_id)
+            remove_keys(conn, [int(row["rowid"])])
             conn.execute("DELETE FROM episodes WHERE rowid = ?", (row["rowid"],))
             conn.execute("DELETE FROM episodes_fts WHERE rowid = ?", (row["rowid"],))
             self._audit(
@@ -294,12 +298,13 @@ class Lifecycle:
                     "IS NULL THEN 'active' ELSE 'compressed' END WHERE rowid = ?",
                     (row["rowid"],),
                 )
+                refresh_keys(conn, [int(row["rowid"])])
                 self._audit(conn, **audit)
         elif row["state"] == "compressed":
             original = self._last_snapshot("episodic", "", episode_id, "compress")
             description = str(original["description"])
             outcome = original.get("outcome")
-            vector = self._embedder.embed_passages([episode_text(description, outcome)])[0]
+            vector = self._embedder.embed_passages([embedding_text(row["agent_name"], description, outcome)])[0]
             with self._db.transaction() as conn:
                 conn.execute(
                     "UPDATE episodes SET description = ?, outcome = ?, context = ?, "
@@ -313,6 +318,7 @@ class Lifecycle:
                     ),
                 )
                 self._reindex_text(conn, row, description, outcome)
+                refresh_keys(conn, [int(row["rowid"])])
                 self._audit(conn, **audit)
         else:
             raise ValidationError("id", f"episode {episode_id!r} is not archived or compressed")

@@ -16,6 +16,7 @@ import json
 import os
 import threading
 from collections import defaultdict
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -35,6 +36,8 @@ from .models import Episode, Message
 from .procedural import ProceduralMemory
 from .protection import NeverForget
 from .scheduler import LAST_RUN_KEY, MAINTENANCE_LOCK, MaintenanceReport
+from .recall_log import RecallLog
+from .router import Context, Router
 from .scope import normalize_scope
 from .semantic import SemanticStore
 from .storage import Database, DirectoryLock
@@ -159,6 +162,8 @@ class Memory:
         self.procedural = ProceduralMemory(
             self.db, clock=self.clock, config=config.procedural, default_scope=self.default_scope
         )
+        self.recall_log = RecallLog(self.db, clock=self.clock, config=config.router)
+        self._router = Router(self)
         self._sessions: dict[tuple[str, str], WorkingMemory] = {}
         self._sessions_lock = threading.Lock()
         self.semantic.recover()
@@ -395,6 +400,35 @@ class Memory:
             )
         finally:
             lock.release()
+
+    # -- recall ------------------------------------------------------------------------
+
+    def recall(
+        self,
+        query: str,
+        *,
+        agent_name: str,
+        session_id: str | None = None,
+        budget_tokens: int | None = None,
+        layers: Sequence[str] | None = None,
+        now: datetime | str | None = None,
+    ) -> Context:
+        """The memories that answer ``query`` for ``agent_name``, from every layer that holds
+        them, ranked and packed into ``budget_tokens`` (default ``router.default_budget_tokens``,
+        2,000). ``session_id`` adds that session's pins and recent messages; ``layers``
+        restricts the layers consulted; ``now`` replaces the clock's time (for time
+        expressions and freshness). Only what the agent's scope allows is read. See
+        :mod:`omoide.router`.
+        """
+        self._check_open()
+        return self._router.recall(
+            query,
+            agent_name=agent_name,
+            session_id=session_id,
+            budget_tokens=budget_tokens,
+            layers=layers,
+            now=now,
+        )
 
     # -- whole-store operations -----------------------------------------------------------
 

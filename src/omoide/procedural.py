@@ -298,9 +298,11 @@ class ProceduralMemory:
         found = self.matches(task_type, reader=reader, reader_teams=reader_teams)
         return found[0] if found else None
 
-    def history(self, name: str) -> list[ProcedureVersion]:
+    def history(
+        self, name: str, *, reader: str | None = None, reader_teams: Iterable[str] = ()
+    ) -> list[ProcedureVersion]:
         """Every version of a procedure, oldest first, with its figures."""
-        current = self.get(name)
+        current = self.get(name, reader=reader, reader_teams=reader_teams)
         return [
             ProcedureVersion(
                 name=r["name"],

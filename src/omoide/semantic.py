@@ -631,6 +631,11 @@ class SemanticStore:
             )
         ]
 
+    def touch(self, collection: str, doc_ids: Sequence[str]) -> None:
+        """Count one access of each document (a ranker outside :meth:`query` returned it)."""
+        self._collection(collection)
+        self._touch(collection, [check_name(f"doc_ids[{i}]", d) for i, d in enumerate(doc_ids)])
+
     def count(self, collection: str, *, state: str = "active") -> int:
         """Number of documents (not chunks) in a collection."""
         self._collection(collection)

@@ -283,8 +283,58 @@ BEGIN
 END;
 """
 
+RECALL_LOG = """
+-- Provenance of recalls: which memories went into which context, for whom, and when.
+CREATE TABLE recall_log (
+    id            TEXT PRIMARY KEY,
+    created_at    REAL NOT NULL,
+    agent_name    TEXT NOT NULL,
+    session_id    TEXT,
+    query         TEXT NOT NULL,
+    layers        TEXT NOT NULL DEFAULT '[]',
+    time_start    REAL,
+    time_end      REAL,
+    budget_tokens INTEGER NOT NULL,
+    tokens_used   INTEGER NOT NULL
+);
+CREATE INDEX recall_log_time ON recall_log(created_at);
+CREATE INDEX recall_log_agent ON recall_log(agent_name, created_at);
+CREATE TABLE recall_log_items (
+    recall_id TEXT NOT NULL REFERENCES recall_log(id) ON DELETE CASCADE,
+    position  INTEGER NOT NULL,
+    layer     TEXT NOT NULL,
+    item_id   TEXT NOT NULL,
+    score     REAL NOT NULL,
+    tokens    INTEGER NOT NULL,
+    PRIMARY KEY (recall_id, position)
+);
+CREATE INDEX recall_log_items_item ON recall_log_items(layer, item_id);
+"""
+
+EPISODE_CONTEXT_KEYS = """
+-- Context keys of episodes (omoide.context_keys): the episode, its neighbours in its thread.
+CREATE TABLE episode_threads (
+    rowid     INTEGER PRIMARY KEY,
+    thread    TEXT NOT NULL,
+    timestamp REAL NOT NULL
+);
+CREATE INDEX episode_threads_order ON episode_threads(thread, timestamp, rowid);
+CREATE VIRTUAL TABLE episode_keys_fts USING fts5(
+    self, near, far, tokenize = 'porter unicode61 remove_diacritics 2'
+);
+"""
+
+
+def _backfill_context_keys(conn: sqlite3.Connection) -> None:
+    from ..context_keys import backfill
+
+    backfill(conn)
+
+
 #: Every migration, in order. Append only.
 MIGRATIONS: list[Migration] = [
     Migration("0001_core", CORE),
     Migration("0002_forgetting", FORGETTING),
+    Migration("0003_recall_log", RECALL_LOG),
+    Migration("0004_episode_context_keys", EPISODE_CONTEXT_KEYS, _backfill_context_keys),
 ]

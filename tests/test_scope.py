@@ -1,0 +1,232 @@
+"""Agent scopes on every read path: the CEO / team:leads / CTO example, and filters that
+cannot widen a scope."""
+
+from __future__ import annotations
+
+import pytest
+
+from omoide import Memory
+from omoide.errors import NotFoundError, ValidationError
+from omoide.scope import can_read, normalize_scope, reader_predicate
+
+LEADS = ("ceo", "cto")  # the team "leads" of the conftest config; "intern" is outside it
+
+
+@pytest.fixture
+def shared(mem: Memory) -> Memory:
+    """A decision of the CEO shared with team:leads, a private note of the CEO, a global
+    announcement, in every layer."""
+    mem.episodic.record(
+        "ceo",
+        "decision",
+        "価格は¥500から始める pricing starts at 500 yen",
+        id="ep-price",
+        scope="team:leads",
+    )
+    mem.episodic.record(
+        "ceo", "decision", "private salary note for the board", id="ep-salary", scope="private"
+    )
+    mem.episodic.record("ceo", "decision", "company offsite in May", id="ep-offsite")
+    mem.semantic.store(
+        "decisions",
+        ["Pricing starts at 500 yen (team leads)"],
+        [{"topic": "price"}],
+        ids=["d-price"],
+        agent_name="ceo",
+        scope="team:leads",
+    )
+    mem.semantic.store(
+        "decisions",
+        ["Board salary note, private"],
+        [{"topic": "salary"}],
+        ids=["d-salary"],
+        agent_name="ceo",
+        scope="private",
+    )
+    mem.semantic.store(
+        "decisions",
+        ["Company offsite in May"],
+        [{"topic": "offsite"}],
+        ids=["d-offsite"],
+        agent_name="ceo",
+    )
+    mem.procedural.register(
+        "price_review",
+        "~pricing",
+        "1. collect data 2. decide",
+        agent_name="ceo",
+        scope="team:leads",
+    )
+    mem.procedural.register(
+        "salary_review", "~salary", "1. compare 2. approve", agent_name="ceo", scope="private"
+    )
+    return mem
+
+
+def teams(mem: Memory, agent: str) -> frozenset[str]:
+    from omoide.scope import teams_of
+
+    return teams_of(agent, mem.config.teams)
+
+
+@pytest.mark.parametrize(
+    ("reader", "sees_price"), [("ceo", True), ("cto", True), ("intern", False)]
+)
+def test_episodic_recall_get_browse(shared: Memory, reader: str, sees_price: bool) -> None:
+    t = teams(shared, reader)
+    recalled = {e.id for e in shared.episodic.recall("pricing", reader=reader, reader_teams=t)}
+    browsed = {e.id for e in shared.episodic.browse(reader=reader, reader_teams=t)}
+    assert ("ep-price" in recalled) is sees_price
+    assert ("ep-price" in browsed) is sees_price
+    assert "ep-offsite" in browsed  # global
+    assert ("ep-salary" in browsed) is (reader == "ceo")
+    if sees_price:
+        assert shared.episodic.get("ep-price", reader=reader, reader_teams=t).agent_name == "ceo"
+    else:
+        with pytest.raises(NotFoundError):
+            shared.episodic.get("ep-price", reader=reader, reader_teams=t)
+    if reader != "ceo":
+        with pytest.raises(NotFoundError):
+            shared.episodic.get("ep-salary", reader=reader, reader_teams=t)
+
+
+def test_episodic_candidates_respect_scope(shared: Memory) -> None:
+    found = {
+        c.episode.id
+        for c in shared.episodic.candidates("salary note", reader="cto", reader_teams={"leads"})
+    }
+    assert "ep-salary" not in found
+    assert "ep-price" in found or "ep-offsite" in found
+
+
+@pytest.mark.parametrize(
+    ("reader", "sees_price"), [("ceo", True), ("cto", True), ("intern", False)]
+)
+def test_semantic_query_get_documents(shared: Memory, reader: str, sees_price: bool) -> None:
+    t = teams(shared, reader)
+    hits = {
+        h.doc_id
+        for h in shared.semantic.query(
+            "decisions", "pricing", n_results=10, reader=reader, reader_teams=t
+        )
+    }
+    docs = {d.id for d in shared.semantic.documents("decisions", reader=reader, reader_teams=t)}
+    assert ("d-price" in hits) is sees_price
+    assert ("d-price" in docs) is sees_price
+    assert ("d-salary" in docs) is (reader == "ceo")
+    assert "d-offsite" in docs
+    if not sees_price:
+        with pytest.raises(NotFoundError):
+            shared.semantic.get("decisions", "d-price", reader=reader, reader_teams=t)
+
+
+def test_where_naming_private_items_returns_nothing(shared: Memory) -> None:
+    # A filter on the private document's own metadata: the scope still applies.
+    hits = shared.semantic.query(
+        "decisions", "salary", where={"topic": "salary"}, reader="cto", reader_teams={"leads"}
+    )
+    assert hits == []
+    # An $or cannot widen it either.
+    hits = shared.semantic.query(
+        "decisions",
+        "salary",
+        where={"$or": [{"topic": "salary"}, {"topic": "price"}]},
+        reader="intern",
+    )
+    assert hits == []
+    # The owner still finds it with the same filter.
+    own = shared.semantic.query("decisions", "salary", where={"topic": "salary"}, reader="ceo")
+    assert [h.doc_id for h in own] == ["d-salary"]
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        {"_agent": "ceo"},
+        {"_scope": "private"},
+        {"_r:agent:cto": True},
+        {"$or": [{"_global": False}]},
+    ],
+)
+def test_where_on_reserved_keys_is_refused(shared: Memory, where: dict[str, object]) -> None:
+    with pytest.raises(ValidationError):
+        shared.semantic.query("decisions", "salary", where=where, reader="intern")
+
+
+@pytest.mark.parametrize(
+    ("reader", "sees_price"), [("ceo", True), ("cto", True), ("intern", False)]
+)
+def test_procedural_get_matches(shared: Memory, reader: str, sees_price: bool) -> None:
+    t = teams(shared, reader)
+    names = {
+        p.name for p in shared.procedural.matches("pricing update", reader=reader, reader_teams=t)
+    }
+    assert ("price_review" in names) is sees_price
+    listed = {p.name for p in shared.procedural.procedures(reader=reader, reader_teams=t)}
+    assert ("salary_review" in listed) is (reader == "ceo")
+    if not sees_price:
+        with pytest.raises(NotFoundError):
+            shared.procedural.get("price_review", reader=reader, reader_teams=t)
+        with pytest.raises(NotFoundError):
+            shared.procedural.history("price_review", reader=reader, reader_teams=t)
+        assert shared.procedural.get_procedure("pricing", reader=reader, reader_teams=t) is None
+
+
+@pytest.mark.parametrize(
+    ("reader", "sees_price"), [("ceo", True), ("cto", True), ("intern", False)]
+)
+def test_router_recall(shared: Memory, reader: str, sees_price: bool) -> None:
+    context = shared.recall("pricing decision 価格", agent_name=reader)
+    ids = set(context.ids())
+    assert ("ep-price" in ids) is sees_price
+    assert ("decisions/d-price" in ids) is sees_price
+    assert ("price_review" in ids) is sees_price or "price_review" not in ids
+    assert "ep-salary" not in ids or reader == "ceo"
+    assert "decisions/d-salary" not in ids or reader == "ceo"
+    rendered = context.render()
+    if not sees_price:
+        assert "500" not in rendered
+
+
+def test_router_never_shows_private_items_of_others(shared: Memory) -> None:
+    for reader in ("cto", "intern"):
+        context = shared.recall("salary note board", agent_name=reader)
+        assert all("salary" not in item.text.lower() for item in context.items)
+        assert "ep-salary" not in context.ids()
+        assert "decisions/d-salary" not in context.ids()
+        body = context.render().split("\n", 2)[-1]  # past the header, which quotes the query
+        assert "salary" not in body.lower()
+
+
+def test_recall_log_is_private_to_the_asking_agent(shared: Memory) -> None:
+    context = shared.recall("pricing", agent_name="cto")
+    assert context.recall_id is not None
+    assert shared.recall_log.get(context.recall_id, reader="cto").agent_name == "cto"
+    with pytest.raises(NotFoundError):
+        shared.recall_log.get(context.recall_id, reader="intern")
+    assert shared.recall_log.entries(reader="intern") == []
+
+
+def test_scope_predicate_matches_can_read() -> None:
+    import sqlite3
+
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE t (agent_name TEXT, scope TEXT)")
+    rows = [
+        ("ceo", "global"),
+        ("ceo", "private"),
+        ("ceo", normalize_scope("team:leads")),
+        ("ceo", normalize_scope("agent:intern,team:ops")),
+        ("cto", "private"),
+    ]
+    conn.executemany("INSERT INTO t VALUES (?, ?)", rows)
+    for reader, reader_teams in [
+        ("cto", {"leads"}),
+        ("intern", set()),
+        ("ops1", {"ops"}),
+        ("ceo", {"leads"}),
+    ]:
+        sql, params = reader_predicate(reader, reader_teams)
+        got = conn.execute(f"SELECT agent_name, scope FROM t WHERE {sql}", params).fetchall()
+        expected = [r for r in rows if can_read(r[1], r[0], reader, reader_teams)]
+        assert sorted(got) == sorted(expected)
