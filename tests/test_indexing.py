@@ -416,6 +416,8 @@ def test_progress_is_reported(mem: Memory, tree: Path) -> None:
         ({"max_file_bytes": 0}, "max_file_bytes"),
         ({"agent_name": "\n"}, "agent_name"),
         ({"progress": 42}, "progress"),
+        ({"use_git": "yes"}, "use_git"),
+        ({"dry_run": 1}, "dry_run"),
     ],
 )
 def test_bad_input_is_refused_and_changes_nothing(

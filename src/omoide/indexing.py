@@ -277,6 +277,10 @@ class Indexer:
         scope_value = None if scope is None else normalize_scope(scope)
         if progress is not None and not callable(progress):
             raise ValidationError("progress", "expected a callable")
+        if use_git is not None and not isinstance(use_git, bool):
+            raise ValidationError("use_git", "expected True, False or None (auto)")
+        if not isinstance(dry_run, bool):
+            raise ValidationError("dry_run", "expected True or False")
         listing = list_files(
             root,
             include=_patterns("include", include),
