@@ -205,7 +205,8 @@ class SemanticStore:
         Documents longer than the embedder's window are chunked on sentence boundaries with
         overlap; storing a document again under the same id replaces it (and its chunks).
         With ``expires_at`` the documents leave query results from that moment on (see
-        :meth:`cache`). Everything is validated before anything is written.
+        :class:`~omoide.cache.InformationCache`). Everything is validated before anything is
+        written.
         """
         coll = self._collection(collection)
         docs = self._check_documents(documents)
