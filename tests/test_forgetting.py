@@ -487,6 +487,8 @@ def test_the_readme_examples_load() -> None:
 
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
     section = readme[readme.index("## Distillation and forgetting") :]
+    end = section.find("\n## ")  # up to the next section
+    section = section if end < 0 else section[:end]
     blocks = re.findall(r"```toml\n(.+?)```", section, flags=re.S)
     assert len(blocks) == 2
     config = Config.from_dict(tomllib.loads(blocks[0] + blocks[1]))

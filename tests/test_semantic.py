@@ -104,7 +104,8 @@ def test_capacity_refuse_rule(
 ) -> None:
     collections = {"notes": CollectionConfig("notes", None, 2, "refuse")}
     config = Config(
-        semantic=SemanticConfig(collections=collections), distill=DistillConfig(collection="notes")
+        semantic=SemanticConfig(collections=collections, cache_collection="notes"),
+        distill=DistillConfig(collection="notes"),
     )
     with Memory(
         tmp_path / "cap", clock=clock, embedder=embedder, token_counter=counter, config=config

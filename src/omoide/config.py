@@ -175,6 +175,8 @@ class SemanticConfig:
     chunk_tokens: int | None = None
     chunk_overlap_tokens: int = 50
     max_document_chars: int = 10_000_000
+    #: Collection that :meth:`~omoide.semantic.SemanticStore.cache` writes to by default.
+    cache_collection: str = "knowledge"
 
 
 @dataclass(frozen=True)
@@ -474,6 +476,10 @@ def _check(config: Config) -> None:
                 f"semantic.collections.{name}.on_full: 'refuse' or 'archive_lowest', "
                 f"got {coll.on_full!r}"
             )
+    if s.cache_collection not in s.collections:
+        raise ConfigError(
+            f"semantic.cache_collection: {s.cache_collection!r} is not a configured collection"
+        )
     if s.hnsw_space not in ("cosine", "l2", "ip"):
         raise ConfigError(f"semantic.hnsw_space: cosine, l2 or ip, got {s.hnsw_space!r}")
     for name in ("hnsw_construction_ef", "hnsw_search_ef", "hnsw_m", "max_document_chars"):

@@ -214,7 +214,9 @@ class Lifecycle:
             raise ValidationError("id", f"episode {episode_id!r} is archived; restore it first")
         description = summarize(row["description"], self.summary_chars)
         outcome = summarize(row["outcome"], self.summary_chars) if row["outcome"] else None
-        vector = self._embedder.embed_passages([embedding_text(row["agent_name"], description, outcome)])[0]
+        vector = self._embedder.embed_passages(
+            [embedding_text(row["agent_name"], description, outcome)]
+        )[0]
         with self._db.transaction() as conn:
             row = self._episode_row(conn, episode_id)  # as it is now, inside the transaction
             conn.execute(
@@ -304,7 +306,9 @@ class Lifecycle:
             original = self._last_snapshot("episodic", "", episode_id, "compress")
             description = str(original["description"])
             outcome = original.get("outcome")
-            vector = self._embedder.embed_passages([embedding_text(row["agent_name"], description, outcome)])[0]
+            vector = self._embedder.embed_passages(
+                [embedding_text(row["agent_name"], description, outcome)]
+            )[0]
             with self._db.transaction() as conn:
                 conn.execute(
                     "UPDATE episodes SET description = ?, outcome = ?, context = ?, "

@@ -16,7 +16,7 @@ import json
 import os
 import threading
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -30,14 +30,15 @@ from .episodic import EpisodicStore, episode_text
 from .errors import ConfigError, OmoideError, StoreLockedError
 from .forgetting import ForgetReport, Forgetting, policies_from_config
 from .freshness import FreshnessCurve
+from .indexing import DEFAULT_MAX_FILE_BYTES, Indexer, IndexReport, ProgressCallback
 from .lifecycle import AuditEntry, Lifecycle
 from .llm import LLM, llm_from_config
-from .models import Episode, Message
+from .models import CollectionStats, Episode, Message
 from .procedural import ProceduralMemory
 from .protection import NeverForget
-from .scheduler import LAST_RUN_KEY, MAINTENANCE_LOCK, MaintenanceReport
 from .recall_log import RecallLog
 from .router import Context, Router
+from .scheduler import LAST_RUN_KEY, MAINTENANCE_LOCK, MaintenanceReport
 from .scope import normalize_scope
 from .semantic import SemanticStore
 from .storage import Database, DirectoryLock
@@ -164,6 +165,8 @@ class Memory:
         )
         self.recall_log = RecallLog(self.db, clock=self.clock, config=config.router)
         self._router = Router(self)
+        #: Indexes documents and codebases into the semantic layer (see :meth:`index`).
+        self.indexer = Indexer(self.db, self.semantic, clock=self.clock, skip=(self.path,))
         self._sessions: dict[tuple[str, str], WorkingMemory] = {}
         self._sessions_lock = threading.Lock()
         self.semantic.recover()
@@ -429,6 +432,48 @@ class Memory:
             layers=layers,
             now=now,
         )
+
+    # -- documents and codebases -------------------------------------------------------------
+
+    def index(
+        self,
+        path: str | os.PathLike[str],
+        collection: str,
+        *,
+        source: str | None = None,
+        include: Iterable[str] = (),
+        exclude: Iterable[str] = (),
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        agent_name: str = "",
+        scope: str | Sequence[str] | None = None,
+        use_git: bool | None = None,
+        dry_run: bool = False,
+        progress: ProgressCallback | None = None,
+    ) -> IndexReport:
+        """Index a folder or git repository into ``collection`` (``code``, ``knowledge``, ...).
+
+        Incremental: only files whose content changed are re-indexed, and documents of
+        deleted files are removed. See :mod:`omoide.indexing` for the rules and metadata.
+        """
+        self._check_open()
+        return self.indexer.index(
+            path,
+            collection,
+            source=source,
+            include=include,
+            exclude=exclude,
+            max_file_bytes=max_file_bytes,
+            agent_name=agent_name,
+            scope=scope,
+            use_git=use_git,
+            dry_run=dry_run,
+            progress=progress,
+        )
+
+    def collection_stats(self) -> list[CollectionStats]:
+        """Each semantic collection's purpose, retention and cap beside its usage."""
+        self._check_open()
+        return self.semantic.collection_stats()
 
     # -- whole-store operations -----------------------------------------------------------
 

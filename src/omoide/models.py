@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 __all__ = [
+    "CollectionStats",
     "Episode",
     "Message",
     "Pin",
@@ -133,6 +134,8 @@ class SemanticDocument:
     version: int | None = None
     superseded_by: str | None = None
     superseded_at: datetime | None = None
+    #: When the document leaves query results (cached outside information); None: never.
+    expires_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -160,3 +163,36 @@ class QueryHit:
             return getattr(self, key)
         except AttributeError:
             raise KeyError(key) from None
+
+
+@dataclass(frozen=True)
+class CollectionStats:
+    """A semantic collection's declared policy next to its current usage."""
+
+    name: str
+    purpose: str
+    #: Days a document is kept; None: permanent.
+    retention_days: int | None
+    #: Cap on documents (active + pending) and what happens when it is reached.
+    max_docs: int
+    on_full: str
+    update_freq: str
+    #: Documents by lifecycle state.
+    documents: int
+    pending: int
+    archived: int
+    compressed: int
+    #: Active documents past their expiry, waiting for ``purge_expired``.
+    expired: int
+    #: Vectors (chunks) ChromaDB holds.
+    chunks: int
+
+    @property
+    def usage(self) -> float:
+        """Share of the cap in use, 0.0-1.0 (documents that count against it / max_docs)."""
+        return (self.documents + self.pending) / self.max_docs
+
+    @property
+    def full(self) -> bool:
+        """True when no new document fits under the cap."""
+        return self.documents + self.pending >= self.max_docs

@@ -13,8 +13,14 @@ marks it *active*; a crash in between leaves a pending row that the next open co
 Chroma and SQLite never disagree for long and never lose an acknowledged document.
 
 Metadata keys starting with ``_`` belong to omoide (``_doc``, ``_chunk``, ``_agent``,
-``_scope``, ``_global``, ``_r:agent:NAME`` / ``_r:team:NAME`` reader flags, ``_current``):
-callers may not set them or filter on them, so a ``where`` filter can never widen a scope.
+``_scope``, ``_global``, ``_r:agent:NAME`` / ``_r:team:NAME`` reader flags, ``_current``,
+``_expiring`` / ``_expires``): callers may not set them or filter on them, so a ``where``
+filter can never widen a scope.
+
+A document may carry an expiry (``store(..., expires_at=...)``; ``SemanticStore.cache``, an
+:class:`~omoide.cache.InformationCache`, stores outside information that way): from that
+moment it leaves query results, and :meth:`SemanticStore.purge_expired` (run by maintenance)
+removes it.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from .cache import InformationCache
 from .chunking import chunk_text
 from .clock import Clock, from_timestamp, to_timestamp
 from .config import SemanticConfig
@@ -38,10 +45,11 @@ from .errors import (
     UnknownCollectionError,
     ValidationError,
 )
-from .models import QueryHit, SemanticDocument
+from .models import CollectionStats, QueryHit, SemanticDocument
 from .scope import GLOBAL, PRIVATE, normalize_scope, reader_predicate
 from .storage import Database
 from .validation import (
+    check_datetime,
     check_metadata,
     check_name,
     check_positive_int,
@@ -158,6 +166,8 @@ class SemanticStore:
             "ef_search": self.config.hnsw_search_ef,
             "max_neighbors": self.config.hnsw_m,
         }
+        #: ``cache(url_or_key, content, ttl_days, source)``: outside information with an expiry.
+        self.cache = InformationCache(self, clock)
         self._collections: dict[str, Any] = {}
         for name, spec in self.config.collections.items():
             self._collections[name] = client.get_or_create_collection(
@@ -188,12 +198,15 @@ class SemanticStore:
         *,
         agent_name: str = "",
         scope: str | Sequence[str] | None = None,
+        expires_at: datetime | None = None,
     ) -> list[str]:
         """Upsert documents; return their ids (a content hash unless given).
 
         Documents longer than the embedder's window are chunked on sentence boundaries with
         overlap; storing a document again under the same id replaces it (and its chunks).
-        Everything is validated before anything is written.
+        With ``expires_at`` the documents leave query results from that moment on (see
+        :class:`~omoide.cache.InformationCache`). Everything is validated before anything is
+        written.
         """
         coll = self._collection(collection)
         docs = self._check_documents(documents)
@@ -220,18 +233,16 @@ class SemanticStore:
             unique[doc_id] = (doc, meta)
         owner = "" if agent_name == "" else check_name("agent_name", agent_name)
         scope_value = normalize_scope(self._default_scope if scope is None else scope)
+        expires = None
+        if expires_at is not None:
+            expires = to_timestamp(check_datetime("expires_at", expires_at))
         self._check_capacity(collection, list(unique))
         self._check_protected_overwrite(collection, unique)
 
         now = to_timestamp(self._clock.now())
         plans = []
         for doc_id, (doc, meta) in unique.items():
-            chunks = chunk_text(
-                doc,
-                max_tokens=self.chunk_tokens,
-                overlap_tokens=self.config.chunk_overlap_tokens,
-                count=self._count_tokens,
-            )
+            chunks = self.chunk(doc)
             protected = bool(self._protection and self._protection(collection, meta))
             plans.append((doc_id, doc, meta, chunks, protected))
         vectors = self._embedder.embed_passages([c for p in plans for c in p[3]])
@@ -240,14 +251,15 @@ class SemanticStore:
             for doc_id, doc, meta, chunks, protected in plans:
                 conn.execute(
                     "INSERT INTO semantic_docs(collection, id, content, metadata, content_hash, "
-                    "chunk_count, agent_name, scope, state, protected, created_at, updated_at) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?) "
+                    "chunk_count, agent_name, scope, state, protected, expires_at, created_at, "
+                    "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?) "
                     "ON CONFLICT(collection, id) DO UPDATE SET content=excluded.content, "
                     "metadata=excluded.metadata, content_hash=excluded.content_hash, "
                     "chunk_count=MAX(semantic_docs.chunk_count, excluded.chunk_count), "
                     "agent_name=excluded.agent_name, scope=excluded.scope, state='pending', "
                     "protected=MAX(semantic_docs.protected, excluded.protected), "
-                    "archived_at=NULL, compressed_at=NULL, updated_at=excluded.updated_at",
+                    "archived_at=NULL, compressed_at=NULL, expires_at=excluded.expires_at, "
+                    "updated_at=excluded.updated_at",
                     (
                         collection,
                         doc_id,
@@ -258,6 +270,7 @@ class SemanticStore:
                         owner,
                         scope_value,
                         int(protected),
+                        expires,
                         now,
                         now,
                     ),
@@ -267,7 +280,7 @@ class SemanticStore:
                 for doc_id, _doc, meta, _chunks, _protected in plans
                 for old in self._supersede(conn, collection, doc_id, meta, scope_value, now)
             ]
-        self._write_chunks(coll, collection, plans, vectors, owner, scope_value, now)
+        self._write_chunks(coll, collection, plans, vectors, owner, scope_value, now, expires)
         self._flag_superseded(collection, superseded)
         return list(unique)
 
@@ -349,8 +362,10 @@ class SemanticStore:
         owner: str,
         scope: str,
         now: float,
+        expires: float | None = None,
     ) -> None:
-        """Write chunks to Chroma, drop chunks left over from longer versions, mark active."""
+        """Replace the chunks of these documents in Chroma, then mark the documents active."""
+        expiry: dict[str, Any] = {} if expires is None else {"_expiring": True, "_expires": expires}
         chunk_ids: list[str] = []
         chunk_docs: list[str] = []
         chunk_metas: list[dict[str, Any]] = []
@@ -362,7 +377,9 @@ class SemanticStore:
             )
             previous = int(row["chunk_count"]) if row is not None else 0
             current = row is None or row["superseded_by"] is None
-            stale.extend(f"{doc_id}#{i}" for i in range(len(chunks), previous))
+            # Chroma's upsert merges metadata into an existing chunk, which would keep keys
+            # the new version no longer has: drop every earlier chunk, then write afresh.
+            stale.extend(f"{doc_id}#{i}" for i in range(previous))
             for i, chunk in enumerate(chunks):
                 chunk_ids.append(f"{doc_id}#{i}")
                 chunk_docs.append(chunk)
@@ -375,6 +392,7 @@ class SemanticStore:
                         "_chunks": len(chunks),
                         "_created": now,
                         "_current": current,
+                        **expiry,
                     }
                 )
         if stale:
@@ -424,12 +442,7 @@ class SemanticStore:
         for row in self._rows(collection, doc_ids):
             state = row["state"]
             if state == "pending":
-                chunks = chunk_text(
-                    row["content"],
-                    max_tokens=self.chunk_tokens,
-                    overlap_tokens=self.config.chunk_overlap_tokens,
-                    count=self._count_tokens,
-                )
+                chunks = self.chunk(row["content"])
                 plan = (
                     row["id"],
                     row["content"],
@@ -446,6 +459,7 @@ class SemanticStore:
                     row["agent_name"],
                     row["scope"],
                     float(row["created_at"]),
+                    row["expires_at"],
                 )
             elif state in ("archiving", "deleting"):
                 chunk_ids = [f"{row['id']}#{i}" for i in range(int(row["chunk_count"]))]
@@ -523,6 +537,9 @@ class SemanticStore:
             clauses.append(_check_where(where, "where", _FIELD_OPERATORS | _WHERE_OPERATORS))
         if reader is not None:
             clauses.append(reader_where(check_name("reader", reader), reader_teams))
+        expiry = self._expiry_where(collection)
+        if expiry is not None:
+            clauses.append(expiry)
         doc_filter = None
         if where_document is not None:
             doc_filter = _check_where(where_document, "where_document", _DOC_OPERATORS)
@@ -607,6 +624,92 @@ class SemanticStore:
         if row is None:
             raise NotFoundError("document", f"{collection}/{doc_id}")
         return _document(row)
+
+    def chunk(self, text: str) -> list[str]:
+        """The chunks :meth:`store` would write for ``text``."""
+        return chunk_text(
+            text,
+            max_tokens=self.chunk_tokens,
+            overlap_tokens=self.config.chunk_overlap_tokens,
+            count=self._count_tokens,
+        )
+
+    def purge_expired(self, collection: str | None = None) -> int:
+        """Delete expired documents (all collections unless one is named); return how many.
+
+        Expiry is the contract a cached entry was stored with, so expired entries are deleted,
+        not archived. Never-forget (protected) documents are kept: they only leave results.
+        """
+        names = self.collections if collection is None else [collection]
+        for name in names:
+            self._collection(name)
+        now = to_timestamp(self._clock.now())
+        removed = 0
+        for name in names:
+            ids = [
+                r["id"]
+                for r in self._db.query(
+                    "SELECT id FROM semantic_docs WHERE collection=? AND expires_at IS NOT NULL "
+                    "AND expires_at <= ? AND protected=0 AND state='active'",
+                    (name, now),
+                )
+            ]
+            for start in range(0, len(ids), 500):
+                removed += self.delete(name, ids[start : start + 500])
+        return removed
+
+    def _expiry_where(self, collection: str) -> dict[str, Any] | None:
+        """A filter hiding expired chunks, or None when the collection holds none (the norm)."""
+        now = to_timestamp(self._clock.now())
+        expired = self._db.scalar(
+            "SELECT 1 FROM semantic_docs WHERE collection=? AND expires_at IS NOT NULL "
+            "AND expires_at <= ? LIMIT 1",
+            (collection, now),
+        )
+        if expired is None:
+            return None
+        # ``$ne`` also matches chunks without the key: documents that never expire.
+        return {"$or": [{"_expiring": {"$ne": True}}, {"_expires": {"$gt": now}}]}
+
+    # -- collection policies ----------------------------------------------------------------
+
+    def collection_stats(self) -> list[CollectionStats]:
+        """Each collection's declared purpose, retention and cap beside its current usage."""
+        now = to_timestamp(self._clock.now())
+        counts: dict[tuple[str, str], int] = {
+            (r["collection"], r["state"]): int(r["n"])
+            for r in self._db.query(
+                "SELECT collection, state, COUNT(*) AS n FROM semantic_docs "
+                "GROUP BY collection, state"
+            )
+        }
+        expired = {
+            r["collection"]: int(r["n"])
+            for r in self._db.query(
+                "SELECT collection, COUNT(*) AS n FROM semantic_docs WHERE expires_at IS NOT NULL "
+                "AND expires_at <= ? AND state='active' GROUP BY collection",
+                (now,),
+            )
+        }
+        stats = []
+        for name, spec in self.config.collections.items():
+            stats.append(
+                CollectionStats(
+                    name=name,
+                    purpose=spec.purpose or name,
+                    retention_days=spec.retention_days,
+                    max_docs=spec.max_docs,
+                    on_full=spec.on_full,
+                    update_freq=spec.update_freq,
+                    documents=counts.get((name, "active"), 0),
+                    pending=counts.get((name, "pending"), 0),
+                    archived=counts.get((name, "archived"), 0),
+                    compressed=counts.get((name, "compressed"), 0),
+                    expired=expired.get(name, 0),
+                    chunks=self.count_chunks(name),
+                )
+            )
+        return stats
 
     def documents(
         self,
@@ -746,4 +849,5 @@ def _document(row: Any) -> SemanticDocument:
         version=row["version"],
         superseded_by=row["superseded_by"],
         superseded_at=ts(row["superseded_at"]),
+        expires_at=ts(row["expires_at"]),
     )

@@ -331,10 +331,38 @@ def _backfill_context_keys(conn: sqlite3.Connection) -> None:
     backfill(conn)
 
 
+INDEXING = """
+-- Files indexed into a semantic collection (omoide.indexing): one row per file of a source
+-- tree. content_hash is NULL while an update of the file's documents is in flight, so a run
+-- interrupted by a crash re-indexes (or removes) the file next time. doc_ids lists the
+-- semantic documents the file produced (JSON array).
+CREATE TABLE indexed_files (
+    collection   TEXT NOT NULL,
+    source       TEXT NOT NULL,
+    path         TEXT NOT NULL,
+    content_hash TEXT,
+    size         INTEGER NOT NULL,
+    mtime        REAL NOT NULL,
+    language     TEXT NOT NULL,
+    commit_id    TEXT,
+    doc_ids      TEXT NOT NULL DEFAULT '[]',
+    chunk_count  INTEGER NOT NULL DEFAULT 0,
+    indexed_at   REAL NOT NULL,
+    PRIMARY KEY (collection, source, path)
+) WITHOUT ROWID;
+
+-- Documents with an expiry (the external information cache): found quickly at query time
+-- and by the purge.
+CREATE INDEX semantic_docs_expires ON semantic_docs(collection, expires_at)
+    WHERE expires_at IS NOT NULL;
+"""
+
+
 #: Every migration, in order. Append only.
 MIGRATIONS: list[Migration] = [
     Migration("0001_core", CORE),
     Migration("0002_forgetting", FORGETTING),
     Migration("0003_recall_log", RECALL_LOG),
     Migration("0004_episode_context_keys", EPISODE_CONTEXT_KEYS, _backfill_context_keys),
+    Migration("0005_indexing", INDEXING),
 ]

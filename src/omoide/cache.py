@@ -1,0 +1,129 @@
+"""The external information cache: outside facts kept with their source and an expiry.
+
+Agents fetch things — an API answer, a web page, a price list — that are worth remembering for
+a while but go stale. ``mem.semantic.cache(url_or_key, content, ttl_days, source)`` stores such
+a text as a document of the semantic layer, so it is found by meaning like any other
+knowledge, with three rules:
+
+* **one entry per key** — the document id is derived from ``url_or_key``, so caching the same
+  key again replaces the entry (and restarts its time to live) instead of adding a copy;
+* **expiry** — once ``ttl_days`` have passed (by the store's clock) the entry leaves
+  ``query`` results and :meth:`InformationCache.get`; ``SemanticStore.purge_expired`` (run
+  by maintenance) then deletes it;
+* **provenance** — its metadata records ``cache_key``, ``source`` (where it came from), and
+  ``cached_at`` / ``expires`` as ISO 8601 strings.
+
+Entries go to the collection named by ``semantic.cache_collection`` (*knowledge* by default,
+the article's home of general documents); a call may name another collection.
+
+>>> mem.semantic.cache("https://example.com/rates", "USD/JPY 150.2", 1, "example.com")
+...                                                                # doctest: +SKIP
+>>> mem.semantic.cache.get("https://example.com/rates").document   # doctest: +SKIP
+'USD/JPY 150.2'
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from .clock import Clock
+from .errors import NotFoundError, ValidationError
+from .models import SemanticDocument
+from .validation import check_metadata, check_number, check_text
+
+if TYPE_CHECKING:
+    from .semantic import SemanticStore
+
+__all__ = ["InformationCache", "cache_id"]
+
+MAX_KEY_CHARS = 8_192
+MAX_TTL_DAYS = 36_500.0
+
+
+def cache_id(key: str) -> str:
+    """The document id of the entry cached under ``key`` (a hash: keys may be long URLs)."""
+    return "cache-" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
+
+
+class InformationCache:
+    """Outside information with an expiry; obtain it as ``Memory.semantic.cache``."""
+
+    def __init__(self, store: SemanticStore, clock: Clock) -> None:
+        self._store = store
+        self._clock = clock
+
+    @property
+    def collection(self) -> str:
+        """The collection entries go to unless a call names one."""
+        return self._store.config.cache_collection
+
+    def __call__(
+        self,
+        url_or_key: str,
+        content: str,
+        ttl_days: float,
+        source: str,
+        *,
+        collection: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        agent_name: str = "",
+        scope: str | Sequence[str] | None = None,
+    ) -> str:
+        """Cache ``content`` under ``url_or_key`` for ``ttl_days`` (> 0); return the doc id.
+
+        ``source`` says where the content came from (a URL, an API name). ``metadata`` adds
+        caller fields (the ``cache_key``, ``source``, ``cached_at`` and ``expires`` fields are
+        always set by the cache). Re-caching a key replaces its entry.
+        """
+        key = check_text("url_or_key", url_or_key, max_chars=MAX_KEY_CHARS)
+        ttl = check_number("ttl_days", ttl_days, low=0.0, high=MAX_TTL_DAYS)
+        if ttl <= 0:
+            raise ValidationError("ttl_days", "must be > 0")
+        origin = check_text("source", source, max_chars=MAX_KEY_CHARS)
+        extra = check_metadata("metadata", metadata)
+        now = self._clock.now()
+        expires = now + timedelta(days=ttl)
+        meta = {
+            **extra,
+            "cache_key": key,
+            "source": origin,
+            "cached_at": now.isoformat(),
+            "expires": expires.isoformat(),
+        }
+        return self._store.store(
+            self.collection if collection is None else collection,
+            [content],
+            [meta],
+            ids=[cache_id(key)],
+            agent_name=agent_name,
+            scope=scope,
+            expires_at=expires,
+        )[0]
+
+    def get(
+        self,
+        url_or_key: str,
+        *,
+        collection: str | None = None,
+        reader: str | None = None,
+        reader_teams: Iterable[str] = (),
+    ) -> SemanticDocument | None:
+        """The entry cached under ``url_or_key``, or None if absent, expired or not visible."""
+        key = check_text("url_or_key", url_or_key, max_chars=MAX_KEY_CHARS)
+        try:
+            doc = self._store.get(
+                self.collection if collection is None else collection,
+                cache_id(key),
+                reader=reader,
+                reader_teams=reader_teams,
+            )
+        except NotFoundError:
+            return None
+        if doc.state != "active":
+            return None
+        if doc.expires_at is not None and doc.expires_at <= self._clock.now():
+            return None
+        return doc
