@@ -259,9 +259,12 @@ class EpisodicStore:
                     ),
                 )
                 rowids.append(rowid)
-        if self._index is not None and rowids:
+        if rowids:
+            # Checked under the lock: an index being built right now either read these rows
+            # already (add() then overwrites them) or gets them here once it is assigned.
             with self._index_lock:
-                self._index.add(rowids, vectors)
+                if self._index is not None:
+                    self._index.add(rowids, vectors)
         stored: dict[str, Episode] = {}
         for start in range(0, len(ids), 500):
             part = ids[start : start + 500]
@@ -418,9 +421,10 @@ class EpisodicStore:
                     ),
                 ),
             )
-        if vector is not None and self._index is not None:
+        if vector is not None:
             with self._index_lock:
-                self._index.add([rowid], vector)
+                if self._index is not None:
+                    self._index.add([rowid], vector)
         return self.get(episode_id, touch=False)
 
     def delete(self, episode_id: str) -> Episode:
@@ -449,8 +453,8 @@ class EpisodicStore:
             rmarks = ",".join("?" * len(rowids))
             conn.execute(f"DELETE FROM episodes_fts WHERE rowid IN ({rmarks})", rowids)
             conn.execute(f"DELETE FROM episodes WHERE rowid IN ({rmarks})", rowids)
-        if self._index is not None:
-            with self._index_lock:
+        with self._index_lock:
+            if self._index is not None:
                 self._index.remove(rowids)
 
     # -- reading -----------------------------------------------------------------------
@@ -495,13 +499,19 @@ class EpisodicStore:
         time_range: Sequence[datetime | str | None] | None = None,
         limit: int = 100,
         offset: int = 0,
+        reader: str | None = None,
+        reader_teams: Iterable[str] = (),
     ) -> list[Episode]:
-        """Episodes newest first, filtered, without scoring or touching them."""
+        """Episodes newest first, filtered, without scoring or touching them.
+
+        ``reader`` limits them to what that agent may see.
+        """
         where, params = self._filters(agent_name, event_type, time_range, None)
         check_positive_int("limit", limit)
+        scope_sql, scope_params = reader_predicate(reader, reader_teams)
         return self._fetch(
-            f"{where} ORDER BY timestamp DESC LIMIT ? OFFSET ?",
-            [*params, limit, max(0, int(offset))],
+            f"{where} AND {scope_sql} ORDER BY timestamp DESC LIMIT ? OFFSET ?",
+            [*params, *scope_params, limit, max(0, int(offset))],
         )
 
     def freshness_of(self, episode: Episode, now: datetime | None = None) -> float:
