@@ -7,7 +7,8 @@ Each operation is a thin call into the library with the caller's identity applie
   it or with one of its teams (``reader=`` / ``reader_teams=`` of the layers);
 * changing or deleting an existing item (an episode, a document, a procedure's template) is
   for its owner; reporting an outcome is for anyone who can read the procedure;
-* whole-store operations (export, import, API keys) need an admin caller.
+* admin callers (admin keys, the local operator) read every scope and may run whole-store
+  operations (export, import, API keys).
 
 Results are plain JSON-ready dicts — the shapes the REST API returns — so a front end runs the
 operations in-process (:class:`LocalOperations`) or against a server
@@ -37,23 +38,33 @@ __all__ = ["Caller", "LocalOperations", "to_json"]
 
 @dataclass(frozen=True)
 class Caller:
-    """Who is calling: the agent a key or a configuration names.
+    """Who is calling, and what that allows.
 
-    ``agent`` None is the operator of a local directory, who acts as no agent: reads see
-    everything and writes need an agent named explicitly. ``unrestricted`` callers read
-    everything and may change any item (the local operator); ``admin`` callers may also run
-    whole-store operations.
+    ``agent`` is who writes (None: the operator of a local directory, acting as no agent;
+    writes then need an agent named explicitly). ``read_all`` callers read every scope,
+    ``change_all`` callers may change or delete any item (others only their own), and
+    ``admin`` callers may run whole-store operations (export, import, API keys).
+
+    ========================  ========  ==========  =====
+    caller                    read_all  change_all  admin
+    ========================  ========  ==========  =====
+    key of an agent           no        no          no
+    admin key                 yes       no          yes
+    local operator            yes       yes         yes
+    local operator as agent   no        no          yes
+    ========================  ========  ==========  =====
     """
 
     agent: str | None
     teams: frozenset[str] = frozenset()
     admin: bool = False
-    unrestricted: bool = False
+    read_all: bool = False
+    change_all: bool = False
 
     @classmethod
     def for_agent(cls, mem: Memory, agent: str, *, admin: bool = False) -> Caller:
-        """An agent with the teams the configuration gives it."""
-        return cls(agent, teams_of(agent, mem.config.teams), admin=admin)
+        """An agent with the teams the configuration gives it (admins read every scope)."""
+        return cls(agent, teams_of(agent, mem.config.teams), admin=admin, read_all=admin)
 
     @classmethod
     def for_key(cls, mem: Memory, key: ApiKey) -> Caller:
@@ -61,14 +72,16 @@ class Caller:
 
     @classmethod
     def operator(cls, mem: Memory, agent: str | None = None) -> Caller:
-        """The owner of a local directory; with ``agent``, acting (and reading) as it."""
+        """The owner of a local directory; with ``agent``, acting and reading as that agent
+        would (its scopes, its items), with whole-store operations still allowed."""
         if agent is None:
-            return cls(None, admin=True, unrestricted=True)
+            return cls(None, admin=True, read_all=True, change_all=True)
         return cls(agent, teams_of(agent, mem.config.teams), admin=True)
 
     @property
     def reader(self) -> str | None:
-        return None if self.unrestricted else self.agent
+        """The ``reader=`` of the layers: None reads every scope."""
+        return None if self.read_all else self.agent
 
 
 def to_json(value: Any) -> Any:
@@ -115,7 +128,7 @@ class LocalOperations:
         return self.caller.agent
 
     def _check_owner(self, kind: str, key: str, owner: str) -> None:
-        if self.caller.unrestricted or (owner and owner == self.caller.agent):
+        if self.caller.change_all or (owner and owner == self.caller.agent):
             return
         raise PermissionDeniedError(
             f"{kind} {key!r} belongs to {owner or 'no agent'}; only its owner may change it"
@@ -533,8 +546,8 @@ def layer_stats(mem: Memory, caller: Caller) -> dict[str, Any]:
         params,
         ("procedures", "procedure_bytes"),
     )
-    own = "1" if caller.unrestricted else "s.agent_name = ?"
-    own_params = [] if caller.unrestricted else [caller.agent or ""]
+    own = "1" if caller.read_all else "s.agent_name = ?"
+    own_params = [] if caller.read_all else [caller.agent or ""]
     per_agent(
         "SELECT s.agent_name, COUNT(DISTINCT s.session_id), "
         "COALESCE(SUM(m.tokens), 0) FROM working_sessions s LEFT JOIN working_messages m "

@@ -16,14 +16,16 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, FastAPI, Path, Query, Request, Security
+from fastapi.dependencies.models import Dependant
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__
 from ..errors import (
@@ -110,6 +112,29 @@ Slot = Literal["system", "active_task", "constraints", "scratchpad"]
 Limit = Annotated[int, Query(ge=1, le=1000)]
 Offset = Annotated[int, Query(ge=0, le=1_000_000_000)]
 OptionalName = Annotated[str | None, Query(min_length=1, max_length=200)]
+# Parsed by the library (ISO 8601; a bare number is not a date-time).
+Instant = Annotated[str | None, Query(max_length=64, json_schema_extra={"format": "date-time"})]
+
+
+def _query_names(dependant: Dependant) -> set[str]:
+    names = {field.alias for field in dependant.query_params}
+    for sub in dependant.dependencies:
+        names |= _query_names(sub)
+    return names
+
+
+def _strict_query(request: Request) -> None:
+    """Refuse query parameters the route does not declare, or given twice (none of the
+    API's parameters is a list): a typo is an error, not a silently ignored filter."""
+    route = request.scope.get("route")
+    declared = _query_names(route.dependant) if isinstance(route, APIRoute) else set()
+    seen: set[str] = set()
+    for key, _ in request.query_params.multi_items():
+        if key not in declared:
+            raise ValidationError(key or "query", "is not a parameter of this route")
+        if key in seen:
+            raise ValidationError(key, "is given more than once")
+        seen.add(key)
 
 
 class RecordBatch(s._Request):
@@ -150,8 +175,8 @@ def _episodes_router() -> APIRouter:
         ops: Ops,
         agent_name: OptionalName = None,
         event_type: OptionalName = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
+        since: Instant = None,
+        until: Instant = None,
         limit: Limit = 50,
         offset: Offset = 0,
     ) -> Any:
@@ -403,7 +428,12 @@ def create_app(mem: Memory, *, mcp: bool = True, host: str = "127.0.0.1") -> Fas
         _working_router,
         _store_router,
     ):
-        app.include_router(build(), prefix="/v1", responses=_ERROR_RESPONSES)
+        app.include_router(
+            build(),
+            prefix="/v1",
+            responses=_ERROR_RESPONSES,
+            dependencies=[Depends(_strict_query)],
+        )
     app.router.routes.extend(routes)
 
     @app.get("/healthz", response_model=s.Health, tags=["health"])
@@ -427,6 +457,15 @@ def create_app(mem: Memory, *, mcp: bool = True, host: str = "127.0.0.1") -> Fas
         headers = {"WWW-Authenticate": 'Bearer realm="omoide"'} if status == 401 else None
         body = {"error": type(exc).__name__, "detail": safe_text(str(exc))}
         return JSONResponse(status_code=status, content=body, headers=headers)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 400:  # a body that could not be read as JSON
+            return _problem_response(
+                [{"loc": ["body"], "msg": "not a JSON document in UTF-8", "type": "json_invalid"}]
+            )
+        body = {"error": "HTTPException", "detail": safe_text(str(exc.detail))}
+        return JSONResponse(status_code=exc.status_code, content=body, headers=exc.headers)
 
     @app.exception_handler(RequestValidationError)
     async def request_error(request: Request, exc: RequestValidationError) -> JSONResponse:
