@@ -276,3 +276,23 @@ def test_stdio_subprocess_can_go_through_a_running_server(live_server: LiveServe
     with live_server.client("cto") as cto:
         got = cto.get(f"/v1/episodes/{stored.structured_content['id']}").json()
     assert got["agent_name"] == "cto"
+
+
+def test_standalone_streamable_http_server(mem: Memory) -> None:
+    """``omoide mcp --transport http``: the MCP endpoint alone, keys required."""
+    from conftest import run_uvicorn
+    from omoide.keys import KeyStore
+    from omoide.server.mcp_server import create_mcp_app
+
+    assert mem.db is not None
+    _, key = KeyStore(mem.db, clock=mem.clock).add("cto")
+    with run_uvicorn(create_mcp_app(mem)) as url:
+        assert httpx.get(f"{url}/healthz", timeout=30).json()["status"] == "ok"
+        assert httpx.post(f"{url}/mcp", json={}, timeout=30).status_code == 401
+        transport = streamable_http_client(
+            f"{url}/mcp",
+            http_client=create_mcp_http_client(headers={"Authorization": f"Bearer {key}"}),
+        )
+        stored = run(transport, lambda c: c.call_tool("remember", {"description": "over HTTP"}))
+    assert not stored.is_error, text(stored)
+    assert mem.episodic.get(stored.structured_content["id"]).agent_name == "cto"

@@ -204,7 +204,8 @@ def _import(args: argparse.Namespace, out: Output) -> int:
         {"kind": k, "imported": n, "skipped": report["skipped"].get(k, 0)}
         for k, n in report["imported"].items()
     ]
-    out.table(rows, [("kind", "kind"), ("imported", "imported"), ("skipped", "skipped")])
+    columns = [("kind", "kind"), ("imported", "imported"), ("skipped", "skipped")]
+    out.table(rows, columns, numeric=("imported", "skipped"))
     if report["reembedded"]:
         out.line(f"{report['reembedded']:,} episodes re-embedded")
     return 0

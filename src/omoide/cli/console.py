@@ -105,7 +105,12 @@ class Output:
 
             table = Table(title=title, title_justify="left")
             for key, heading in columns:
-                table.add_column(heading, justify="right" if key in numeric else "left")
+                # Capped columns (long text) wrap; ids, names and figures stay whole.
+                table.add_column(
+                    heading,
+                    justify="right" if key in numeric else "left",
+                    no_wrap=key not in widths,
+                )
             for r in cells:
                 table.add_row(*r)
             console.print(table)
