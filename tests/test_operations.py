@@ -166,3 +166,13 @@ def test_to_json_makes_records_json_ready() -> None:
         "tags": ["a", "b"],
         "nested": [{"n": "2026-03-02T09:00:00+00:00"}],
     }
+
+
+def test_storing_the_same_text_does_not_take_another_agents_document(team_mem: Memory) -> None:
+    ceo, cto = as_agent(team_mem, "ceo"), as_agent(team_mem, "cto")
+    (doc_id,) = ceo.store("knowledge", ["社外秘: 来期の価格表"], scope="private")["ids"]
+    with pytest.raises(PermissionDeniedError):
+        cto.store("knowledge", ["社外秘: 来期の価格表"])
+    document = team_mem.semantic.get("knowledge", doc_id)
+    assert (document.agent_name, document.scope) == ("ceo", "private")
+    assert ceo.store("knowledge", ["社外秘: 来期の価格表"])["ids"] == [doc_id]  # the owner may

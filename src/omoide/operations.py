@@ -30,6 +30,7 @@ from .errors import NotFoundError, PermissionDeniedError, ValidationError
 from .keys import ApiKey, KeyStore
 from .memory import Memory
 from .scope import reader_predicate, teams_of
+from .semantic import content_id
 from .transfer import Progress, export_jsonl, import_jsonl
 from .working import WorkingMemory
 
@@ -102,7 +103,8 @@ _STORE_LOCKS_GUARD = threading.Lock()
 
 
 def _store_lock(mem: Memory) -> threading.Lock:
-    """Serializes the ownership check and the write of documents stored under given ids."""
+    """Serializes the ownership check of a store with its write (no other store can take the
+    same id in between)."""
     with _STORE_LOCKS_GUARD:
         return _STORE_LOCKS.setdefault(mem, threading.Lock())
 
@@ -123,7 +125,7 @@ class LocalOperations:
     def _writer(self) -> str:
         if self.caller.agent is None:
             raise ValidationError(
-                "agent_name", "this write needs the agent it is recorded for (none was given)"
+                "agent_name", "this needs an agent to act as (writes are recorded as it)"
             )
         return self.caller.agent
 
@@ -268,8 +270,7 @@ class LocalOperations:
     ) -> dict[str, Any]:
         writer = self._writer()
         with _store_lock(self.mem):
-            if ids is not None and not isinstance(ids, str | bytes) and isinstance(ids, Sequence):
-                self._check_document_owners(collection, ids)
+            self._check_document_owners(collection, _target_ids(documents, ids))
             stored = self.mem.semantic.store(
                 collection, documents, metadatas, ids, agent_name=writer, scope=scope
             )
@@ -476,6 +477,16 @@ class LocalOperations:
 
     def revoke_key(self, key_id: str) -> dict[str, Any]:
         return _json(self._keys().revoke(key_id))
+
+
+def _target_ids(documents: Any, ids: Any) -> list[Any]:
+    """The ids a store call will write: given ones, else the content hashes (storing the same
+    text as another agent's document would otherwise take that document over)."""
+    if ids is not None:
+        return list(ids) if isinstance(ids, Sequence) and not isinstance(ids, str | bytes) else []
+    if isinstance(documents, Sequence) and not isinstance(documents, str | bytes):
+        return [content_id(d) for d in documents if isinstance(d, str)]
+    return []
 
 
 def _json(value: Any) -> dict[str, Any]:
