@@ -232,6 +232,12 @@ def _mutate(lines: list[str], index: int, **changes: Any) -> list[str]:
 _DROP = object()
 
 
+def _counts(lines: list[str], **changes: int) -> str:
+    end = json.loads(lines[-1])
+    end["counts"].update(changes)
+    return json.dumps(end)
+
+
 @pytest.mark.parametrize(
     ("damage", "field"),
     [
@@ -249,6 +255,7 @@ _DROP = object()
         (lambda ls: _mutate(ls, -1, counts={"episode": 99}), "end.counts"),
         (lambda ls: _mutate(ls, 1, embedding="not base64!"), "embedding"),
         (lambda ls: _mutate(ls, 0, version=99), "line 1.version"),
+        (lambda ls: [*ls[:2], ls[1], *ls[2:-1], _counts(ls, episode=6)], "line 3"),
     ],
 )
 def test_bad_input_names_the_line_and_writes_nothing(

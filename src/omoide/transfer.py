@@ -63,6 +63,8 @@ class _Section:
     kind: str
     table: str
     order: str
+    #: The columns that identify a row: the same key twice in one file is refused.
+    key: tuple[str, ...]
     json_columns: frozenset[str] = frozenset()
     #: Columns that are internal to this database and not exported.
     internal: frozenset[str] = frozenset()
@@ -70,15 +72,39 @@ class _Section:
 
 SECTIONS: tuple[_Section, ...] = (
     _Section(
-        "episode", "episodes", "rowid", frozenset({"context", "tags", "refs"}), frozenset({"rowid"})
+        "episode",
+        "episodes",
+        "rowid",
+        ("id",),
+        frozenset({"context", "tags", "refs"}),
+        frozenset({"rowid"}),
     ),
-    _Section("document", "semantic_docs", "rowid", frozenset({"metadata"}), frozenset({"rowid"})),
-    _Section("procedure", "procedures", "name"),
-    _Section("procedure_version", "procedure_versions", "name, version"),
-    _Section("procedure_outcome", "procedure_outcomes", "id"),
-    _Section("working_session", "working_sessions", "agent_name, session_id", frozenset({"slots"})),
-    _Section("working_message", "working_messages", "id", frozenset({"metadata"})),
-    _Section("working_pin", "working_pins", "agent_name, session_id, pinned_at, key"),
+    _Section(
+        "document",
+        "semantic_docs",
+        "rowid",
+        ("collection", "id"),
+        frozenset({"metadata"}),
+        frozenset({"rowid"}),
+    ),
+    _Section("procedure", "procedures", "name", ("name",)),
+    _Section("procedure_version", "procedure_versions", "name, version", ("name", "version")),
+    # Outcomes and messages keep their row ids when those are free; else they get new ones.
+    _Section("procedure_outcome", "procedure_outcomes", "id", ()),
+    _Section(
+        "working_session",
+        "working_sessions",
+        "agent_name, session_id",
+        ("agent_name", "session_id"),
+        frozenset({"slots"}),
+    ),
+    _Section("working_message", "working_messages", "id", (), frozenset({"metadata"})),
+    _Section(
+        "working_pin",
+        "working_pins",
+        "agent_name, session_id, pinned_at, key",
+        ("agent_name", "session_id", "key"),
+    ),
 )
 _BY_KIND = {s.kind: s for s in SECTIONS}
 #: Document states whose chunks live in ChromaDB (the others are kept in the registry only).
@@ -199,6 +225,7 @@ def _parse(
     header: dict[str, Any] | None = None
     end: dict[str, Any] | None = None
     records: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    seen: dict[tuple[Any, ...], str] = {}
     columns = {s.kind: _table_columns(mem, s.table) for s in SECTIONS}
     number = 0
     for number, raw in enumerate(lines, start=1):
@@ -234,7 +261,15 @@ def _parse(
         section = _BY_KIND.get(kind) if isinstance(kind, str) else None
         if section is None:
             raise ValidationError(f"{where}.kind", f"unknown record kind {kind!r}")
-        records[section.kind].append(_check_record(mem, section, columns[section.kind], obj, where))
+        row = _check_record(mem, section, columns[section.kind], obj, where)
+        if section.key:
+            key = (section.kind, *(row[c] for c in section.key))
+            if key in seen:
+                raise ValidationError(
+                    where, f"{section.kind} {key[1:]!r} appears twice (first on {seen[key]})"
+                )
+            seen[key] = where
+        records[section.kind].append(row)
     if header is None:
         raise ValidationError("line 1", "empty input: not an omoide export")
     if end is None:
