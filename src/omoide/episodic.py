@@ -260,8 +260,7 @@ class EpisodicStore:
                 )
                 rowids.append(rowid)
         if rowids:
-            # Checked under the lock: an index being built right now either read these rows
-            # already (add() then overwrites them) or gets them here once it is assigned.
+            # Checked under the lock, so an index being built now cannot miss these rows.
             with self._index_lock:
                 if self._index is not None:
                     self._index.add(rowids, vectors)
@@ -502,10 +501,7 @@ class EpisodicStore:
         reader: str | None = None,
         reader_teams: Iterable[str] = (),
     ) -> list[Episode]:
-        """Episodes newest first, filtered, without scoring or touching them.
-
-        ``reader`` limits them to what that agent may see.
-        """
+        """Episodes newest first, filtered (``reader``: what it may see), without scoring."""
         where, params = self._filters(agent_name, event_type, time_range, None)
         check_positive_int("limit", limit)
         scope_sql, scope_params = reader_predicate(reader, reader_teams)
