@@ -317,3 +317,70 @@ def test_episodes_survive_a_restart_in_a_new_process(
         "top": "The production deploy failed because DATABASE_URL was not set",
         "outcome": "Added DATABASE_URL to the deployment environment",
     }
+
+
+def test_browse_limits_results_to_what_the_reader_may_see(mem: Memory) -> None:
+    mem.episodic.record("ceo", "decision", "shared with everyone")
+    secret = mem.episodic.record("cto", "decision", "the cto's own", scope="private")
+    leads = mem.episodic.record("ceo", "decision", "for the leads", scope="team:leads")
+    assert secret.id in {e.id for e in mem.episodic.browse()}
+    as_designer = {e.id for e in mem.episodic.browse(reader="designer")}
+    assert secret.id not in as_designer and leads.id not in as_designer
+    as_lead = {e.id for e in mem.episodic.browse(reader="designer", reader_teams=["leads"])}
+    assert leads.id in as_lead and secret.id not in as_lead
+    assert secret.id in {e.id for e in mem.episodic.browse(reader="cto")}
+
+
+def test_a_record_racing_the_first_index_build_is_indexed(mem: Memory) -> None:
+    """Regression: a row committed while the vector index was being built was left out of
+    it for the life of the process (the check for an index ran outside its lock)."""
+    import threading
+
+    store = mem.episodic
+    store.record("a", "note", "already there")
+    assert store._index is None
+    real_query = store._db.query
+    rows_read, go, progressed = threading.Event(), threading.Event(), threading.Event()
+    builder_thread: list[threading.Thread] = []
+
+    def query(sql: str, params: Any = ()) -> Any:
+        rows = real_query(sql, params)
+        if (
+            sql.startswith("SELECT rowid, embedding")
+            and threading.current_thread() in builder_thread
+        ):
+            rows_read.set()
+            assert go.wait(60)
+        return rows
+
+    class SpyLock:
+        """Tells when the recorder reaches the index lock."""
+
+        def __init__(self, inner: Any) -> None:
+            self.inner = inner
+
+        def __enter__(self) -> Any:
+            if threading.current_thread() is recorder:
+                progressed.set()
+            return self.inner.__enter__()
+
+        def __exit__(self, *exc: Any) -> Any:
+            return self.inner.__exit__(*exc)
+
+    store._db.query = query  # type: ignore[method-assign]
+    store._index_lock = SpyLock(store._index_lock)  # type: ignore[assignment]
+    raced: list[Any] = []
+    builder = threading.Thread(target=store._vector_index)
+    builder_thread.append(builder)
+    recorder = threading.Thread(
+        target=lambda: (raced.append(store.record("b", "note", "racing")), progressed.set())
+    )
+    builder.start()
+    assert rows_read.wait(60)
+    recorder.start()
+    assert progressed.wait(60)  # the recorder committed and reached the lock (or finished)
+    go.set()
+    builder.join(60)
+    recorder.join(60)
+    rowid = real_query("SELECT rowid FROM episodes WHERE id = ?", (raced[0].id,))[0][0]
+    assert store._index is not None and rowid in store._index._position

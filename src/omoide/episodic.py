@@ -284,9 +284,11 @@ class EpisodicStore:
                 )
                 rowids.append(rowid)
             refresh_keys(conn, rowids)
-        if self._index is not None and rowids:
+        if rowids:
+            # Checked under the lock, so an index being built now cannot miss these rows.
             with self._index_lock:
-                self._index.add(rowids, vectors)
+                if self._index is not None:
+                    self._index.add(rowids, vectors)
         stored: dict[str, Episode] = {}
         for start in range(0, len(ids), 500):
             part = ids[start : start + 500]
@@ -450,9 +452,10 @@ class EpisodicStore:
                 ),
             )
             refresh_keys(conn, [rowid])
-        if vector is not None and self._index is not None:
+        if vector is not None:
             with self._index_lock:
-                self._index.add([rowid], vector)
+                if self._index is not None:
+                    self._index.add([rowid], vector)
         return self.get(episode_id, touch=False)
 
     def delete(self, episode_id: str) -> Episode:
@@ -482,8 +485,8 @@ class EpisodicStore:
             remove_keys(conn, rowids)
             conn.execute(f"DELETE FROM episodes_fts WHERE rowid IN ({rmarks})", rowids)
             conn.execute(f"DELETE FROM episodes WHERE rowid IN ({rmarks})", rowids)
-        if self._index is not None:
-            with self._index_lock:
+        with self._index_lock:
+            if self._index is not None:
                 self._index.remove(rowids)
 
     # -- reading -----------------------------------------------------------------------
@@ -531,20 +534,13 @@ class EpisodicStore:
         reader: str | None = None,
         reader_teams: Iterable[str] = (),
     ) -> list[Episode]:
-        """Episodes newest first, filtered, without scoring or touching them.
-
-        ``reader`` limits them to what that agent may see.
-        """
+        """Episodes newest first, filtered (``reader``: what it may see), without scoring."""
         where, params = self._filters(agent_name, event_type, time_range, None)
         check_positive_int("limit", limit)
-        scope_sql, scope_params = reader_predicate(
-            None if reader is None else check_name("reader", reader), reader_teams
-        )
-        where = f"{where} AND {scope_sql}"
-        params = [*params, *scope_params]
+        scope_sql, scope_params = reader_predicate(reader, reader_teams)
         return self._fetch(
-            f"{where} ORDER BY timestamp DESC LIMIT ? OFFSET ?",
-            [*params, limit, max(0, int(offset))],
+            f"{where} AND {scope_sql} ORDER BY timestamp DESC LIMIT ? OFFSET ?",
+            [*params, *scope_params, limit, max(0, int(offset))],
         )
 
     def freshness_of(self, episode: Episode, now: datetime | None = None) -> float:

@@ -358,6 +358,22 @@ CREATE INDEX semantic_docs_expires ON semantic_docs(collection, expires_at)
 """
 
 
+SERVER_KEYS = """
+-- API keys of the REST and MCP servers. A key is shown once when it is minted; only its
+-- SHA-256 is kept (keys are 256-bit random secrets, so a fast hash cannot be brute-forced).
+-- ``id`` is the public part of the key, printed in listings and used to revoke it.
+CREATE TABLE api_keys (
+    id          TEXT PRIMARY KEY,
+    agent_name  TEXT NOT NULL,
+    key_hash    TEXT NOT NULL UNIQUE,
+    admin       INTEGER NOT NULL DEFAULT 0,
+    label       TEXT NOT NULL DEFAULT '',
+    created_at  REAL NOT NULL,
+    revoked_at  REAL
+);
+CREATE INDEX api_keys_agent ON api_keys(agent_name);
+"""
+
 #: Every migration, in order. Append only.
 MIGRATIONS: list[Migration] = [
     Migration("0001_core", CORE),
@@ -365,4 +381,5 @@ MIGRATIONS: list[Migration] = [
     Migration("0003_recall_log", RECALL_LOG),
     Migration("0004_episode_context_keys", EPISODE_CONTEXT_KEYS, _backfill_context_keys),
     Migration("0005_indexing", INDEXING),
+    Migration("0006_server_keys", SERVER_KEYS),
 ]

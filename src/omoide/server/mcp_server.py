@@ -1,0 +1,311 @@
+"""The MCP server: omoide's memory as tools an LLM agent can call.
+
+Built with the official MCP Python SDK (``mcp`` 2.x, ``MCPServer``). Every tool is a thin call
+into :mod:`omoide.operations`, so identity and scopes work as in the REST API: over stdio the
+agent comes from configuration (``--agent`` / ``$OMOIDE_AGENT``); over streamable HTTP from
+the API key of the request (``Authorization: Bearer <key>``), checked by
+:class:`~omoide.server.auth.KeyAuthMiddleware` before the MCP session sees the request.
+
+Tools: ``remember``, ``search_episodes``, ``store_knowledge``, ``search_knowledge``, ``pin``,
+``get_procedure``, ``report_outcome``. Resources: ``omoide://stats`` and
+``omoide://stats/{layer}`` (counts and sizes of what the agent may read).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp_types import ToolAnnotations
+from pydantic import Field
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from .. import __version__
+from ..errors import AuthenticationError, OmoideError
+from ..memory import Memory
+from ..operations import Caller, LocalOperations
+from .auth import CALLER, KeyAuthMiddleware
+
+if TYPE_CHECKING:
+    from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+
+    from ..remote import RemoteOperations
+
+    Operations = LocalOperations | RemoteOperations
+
+__all__ = ["create_mcp_app", "create_mcp_server", "local_operations", "mcp_route"]
+
+#: Gives the operations for the caller of the current request (None: no HTTP key, i.e. stdio
+#: or an in-process client).
+OperationsFor = Callable[[Caller | None], "Operations"]
+
+_CALLER: ContextVar[Caller | None] = ContextVar("omoide_mcp_caller", default=None)
+T = TypeVar("T")
+
+INSTRUCTIONS = """\
+omoide is your long-term memory, shared with the other agents you work with.
+- After something worth remembering happens (a decision, an error and its fix, feedback from
+  a human, a success), call `remember`. Later, `search_episodes` finds it again.
+- For reference knowledge (documentation, facts, how things work) use `store_knowledge` and
+  `search_knowledge`.
+- Before a routine task, `get_procedure` returns the best known way to do it; afterwards,
+  `report_outcome` says how it went, so better procedures win.
+- `pin` keeps an instruction in your working context for the whole session.
+Japanese and English both work, in stored text and in queries.
+"""
+
+
+def local_operations(mem: Memory, default: Caller | None = None) -> OperationsFor:
+    """Operations over ``mem`` as the request's key's agent, else as ``default``."""
+
+    def operations(caller: Caller | None) -> LocalOperations:
+        chosen = caller or default
+        if chosen is None:
+            raise AuthenticationError("no agent: this MCP server needs an API key or --agent")
+        return LocalOperations(mem, chosen)
+
+    return operations
+
+
+async def _bind_caller(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+    """Middleware: make the HTTP request's caller (if any) visible to the handlers."""
+    scope = getattr(ctx.request, "scope", None)
+    caller = scope.get(CALLER) if isinstance(scope, Mapping) else None
+    token = _CALLER.set(caller)
+    try:
+        return await call_next(ctx)
+    finally:
+        _CALLER.reset(token)
+
+
+def create_mcp_server(operations: OperationsFor) -> MCPServer:
+    """An MCP server whose tools call ``operations(caller)``."""
+    server: MCPServer = MCPServer(
+        "omoide",
+        title="omoide — long-term memory",
+        instructions=INSTRUCTIONS,
+        version=__version__,
+        log_level="WARNING",
+        middleware=[_bind_caller],
+    )
+
+    def call(fn: Callable[[Operations], T]) -> T:
+        try:
+            return fn(operations(_CALLER.get()))
+        except OmoideError as exc:
+            raise ToolError(f"{type(exc).__name__}: {exc}") from exc
+
+    writes = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+    reads = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+
+    @server.tool(annotations=writes)
+    def remember(
+        description: Annotated[
+            str, Field(description="What happened, in one or two sentences (any language).")
+        ],
+        event_type: Annotated[
+            str,
+            Field(
+                description="decision, error, success, feedback (from a human), conflict, "
+                "or another short word; it sets the default importance"
+            ),
+        ] = "observation",
+        outcome: Annotated[
+            str | None, Field(description="What came of it, e.g. how an error was fixed.")
+        ] = None,
+        importance: Annotated[
+            float | None, Field(ge=0, le=1, description="0..1; leave empty for the default.")
+        ] = None,
+        tags: Annotated[list[str] | None, Field(description="Short labels to filter by.")] = None,
+        context: Annotated[
+            dict[str, Any] | None, Field(description="Any structured details (JSON object).")
+        ] = None,
+        scope: Annotated[
+            str | None,
+            Field(
+                description="Who may read it: 'global' (default), 'private', or "
+                "'agent:NAME,team:NAME'."
+            ),
+        ] = None,
+    ) -> dict[str, Any]:
+        """Record an episode in long-term memory: something that happened and matters later.
+
+        Use it for decisions and their reasons, errors and their fixes, feedback from humans,
+        successes and conflicts. Returns the stored episode with its id.
+        """
+        return call(
+            lambda ops: ops.record(
+                event_type,
+                description,
+                outcome=outcome,
+                importance=importance,
+                tags=tags,
+                context=context,
+                scope=scope,
+            )
+        )
+
+    @server.tool(annotations=reads)
+    def search_episodes(
+        query: Annotated[str, Field(description="What you want to remember, in any language.")],
+        event_type: Annotated[str | None, Field(description="Only this event type.")] = None,
+        agent_name: Annotated[
+            str | None, Field(description="Only episodes recorded by this agent.")
+        ] = None,
+        top_k: Annotated[int, Field(ge=1, le=50, description="How many to return.")] = 5,
+    ) -> list[dict[str, Any]]:
+        """Search past episodes (what happened, who decided what, how errors were fixed).
+
+        Ranked by relevance, importance and freshness; returns the best matches with scores.
+        For reference knowledge use search_knowledge instead.
+        """
+        return call(
+            lambda ops: ops.search_episodes(
+                query, event_type=event_type, agent_name=agent_name, top_k=top_k
+            )
+        )
+
+    @server.tool(annotations=writes)
+    def store_knowledge(
+        content: Annotated[str, Field(description="The text to keep; long texts are chunked.")],
+        collection: Annotated[
+            str, Field(description="knowledge (default), code, decisions or feedback")
+        ] = "knowledge",
+        metadata: Annotated[
+            dict[str, str | int | float | bool] | None,
+            Field(description="Flat key/value labels, e.g. {'topic': 'fastapi'}."),
+        ] = None,
+        id: Annotated[
+            str | None,
+            Field(description="Give an id to replace this document later; default: by content."),
+        ] = None,
+        scope: Annotated[
+            str | None, Field(description="'global' (default), 'private' or 'agent:NAME,...'.")
+        ] = None,
+    ) -> dict[str, Any]:
+        """Store a piece of reference knowledge (documentation, facts, explanations, code).
+
+        It becomes searchable by meaning with search_knowledge. Storing the same id again
+        replaces your earlier version.
+        """
+        return call(
+            lambda ops: ops.store(
+                collection,
+                [content],
+                [metadata] if metadata is not None else None,
+                [id] if id is not None else None,
+                scope=scope,
+            )
+        )
+
+    @server.tool(annotations=reads)
+    def search_knowledge(
+        query: Annotated[str, Field(description="A question or topic, in any language.")],
+        collection: Annotated[
+            str, Field(description="knowledge (default), code, decisions or feedback")
+        ] = "knowledge",
+        n_results: Annotated[int, Field(ge=1, le=20, description="How many to return.")] = 5,
+        where: Annotated[
+            dict[str, Any] | None,
+            Field(description="Optional metadata filter, e.g. {'topic': 'fastapi'}."),
+        ] = None,
+    ) -> list[dict[str, Any]]:
+        """Search stored knowledge by meaning; returns the closest passages with their ids."""
+        return call(lambda ops: ops.query(collection, query, n_results, where))
+
+    @server.tool(annotations=writes)
+    def pin(
+        key: Annotated[str, Field(description="A short name for the pinned item.")],
+        content: Annotated[str, Field(description="The instruction or fact to keep in view.")],
+        reason: Annotated[str, Field(description="Why it is pinned.")] = "",
+        session_id: Annotated[str, Field(description="Your working session.")] = "default",
+    ) -> dict[str, Any]:
+        """Pin an instruction or fact into your working memory for the whole session.
+
+        Pinned items are always part of your context until unpinned; pinning the same key
+        again replaces it.
+        """
+        return call(lambda ops: ops.pin(session_id, key, content, reason))
+
+    @server.tool(annotations=reads)
+    def get_procedure(
+        task: Annotated[
+            str, Field(description="The task at hand, e.g. 'deploy:production' or '記事を書く'.")
+        ],
+    ) -> dict[str, Any]:
+        """Find the best known procedure (step-by-step template) for a task.
+
+        Returns the best match (by success rate and quality) and the other candidates, or no
+        best match if none applies. Report how it went with report_outcome.
+        """
+        return call(lambda ops: ops.match_procedure(task))
+
+    @server.tool(annotations=writes)
+    def report_outcome(
+        name: Annotated[str, Field(description="The procedure's name, from get_procedure.")],
+        quality_score: Annotated[float, Field(ge=0, le=10, description="0 (bad) to 10.")],
+        success: Annotated[bool, Field(description="Did the task succeed?")],
+    ) -> dict[str, Any]:
+        """Report how following a procedure went; better procedures are chosen more often."""
+        return call(lambda ops: ops.report_outcome(name, quality_score, success))
+
+    @server.resource(
+        "omoide://stats",
+        name="stats",
+        title="Memory statistics",
+        description="Counts and sizes of every layer, and per agent (what you may read).",
+        mime_type="application/json",
+    )
+    def stats() -> str:
+        return json.dumps(call(lambda ops: ops.stats()), ensure_ascii=False, indent=2)
+
+    @server.resource(
+        "omoide://stats/{layer}",
+        name="layer-stats",
+        title="Statistics of one layer",
+        description="working, episodic, semantic or procedural.",
+        mime_type="application/json",
+    )
+    def layer_stats(layer: str) -> str:
+        layers = call(lambda ops: ops.stats())["layers"]
+        if layer not in layers:
+            raise ResourceError(f"unknown layer {layer!r}; known: {', '.join(layers)}")
+        return json.dumps(layers[layer], ensure_ascii=False, indent=2)
+
+    return server
+
+
+def mcp_route(server: MCPServer, mem: Memory, *, host: str, path: str = "/mcp") -> Route:
+    """The streamable HTTP endpoint of ``server`` behind API-key authentication.
+
+    The server's session manager must run while the route serves (see :func:`create_mcp_app`).
+    """
+    app = server.streamable_http_app(streamable_http_path=path, host=host)
+    for route in app.routes:
+        if isinstance(route, Route) and route.path == path:
+            return Route(path, endpoint=KeyAuthMiddleware(route.endpoint, mem))
+    raise RuntimeError("the MCP SDK built no streamable HTTP route")  # pragma: no cover
+
+
+def create_mcp_app(mem: Memory, *, host: str = "127.0.0.1", path: str = "/mcp") -> Starlette:
+    """A streamable HTTP MCP server over ``mem`` alone (``omoide mcp --transport http``)."""
+    server = create_mcp_server(local_operations(mem))
+    route = mcp_route(server, mem, host=host, path=path)
+
+    async def health(request: Request) -> JSONResponse:
+        return JSONResponse({"status": "ok", "version": __version__})
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with server.session_manager.run():
+            yield
+
+    return Starlette(routes=[route, Route("/healthz", health)], lifespan=lifespan)

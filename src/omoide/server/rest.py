@@ -1,0 +1,497 @@
+"""The REST server: ``omoide serve``.
+
+One process owns the data directory and its :class:`~omoide.memory.Memory`; agents in any
+process or language reach it over HTTP. Routes are versioned under ``/v1``; ``/healthz``
+answers without a key and ``/openapi.json`` describes the API. With the MCP endpoint enabled,
+``/mcp`` serves the same memory over MCP's streamable HTTP transport.
+
+Every ``/v1`` route needs ``Authorization: Bearer <key>`` (``omoide keys add AGENT``). The key
+decides the agent: writes are recorded as it, reads see what its scopes allow, and only its
+owner may change an item. Route handlers are synchronous, so FastAPI runs them on its thread
+pool; the library serializes what SQLite needs serialized, and the MCP tools share the same
+``Memory``. Errors map to status codes in one place, :data:`STATUS_CODES`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, FastAPI, Path, Query, Request, Security
+from fastapi.dependencies.models import Dependant
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.routing import APIRoute
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from .. import __version__
+from ..errors import (
+    AlreadyExistsError,
+    AuthenticationError,
+    CapacityError,
+    LLMError,
+    NotFoundError,
+    OmoideError,
+    PermissionDeniedError,
+    ProtectedMemoryError,
+    StoreLockedError,
+    ValidationError,
+)
+from ..memory import Memory
+from ..operations import LocalOperations
+from . import schemas as s
+from .auth import caller_for_key, safe_text
+
+__all__ = ["DEFAULT_PORT", "STATUS_CODES", "create_app", "serve", "status_of"]
+
+DEFAULT_PORT = 8765
+
+#: How each omoide error is answered; the first matching class wins. Anything else is a 500.
+STATUS_CODES: tuple[tuple[type[OmoideError], int], ...] = (
+    (ValidationError, 422),
+    (AuthenticationError, 401),
+    (PermissionDeniedError, 403),
+    (NotFoundError, 404),
+    (AlreadyExistsError, 409),
+    (ProtectedMemoryError, 409),
+    (CapacityError, 409),
+    (LLMError, 502),
+    (StoreLockedError, 503),
+)
+
+
+def status_of(exc: OmoideError) -> int:
+    return next((code for cls, code in STATUS_CODES if isinstance(exc, cls)), 500)
+
+
+class _Problem(BaseModel):
+    loc: list[str | int]
+    msg: str
+    type: str
+
+
+class ValidationProblem(BaseModel):
+    """Bad input: which field, and what is wrong with it."""
+
+    detail: list[_Problem]
+
+
+_ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    401: {"model": s.ErrorResponse, "description": "No API key, or an unknown or revoked one"},
+    403: {"model": s.ErrorResponse, "description": "The key's agent may not do this"},
+    404: {"model": s.ErrorResponse, "description": "Not found (or not visible to this agent)"},
+    409: {
+        "model": s.ErrorResponse,
+        "description": "Conflicts with what is stored: an existing id, a never-forget item, "
+        "a full collection",
+    },
+    422: {"model": ValidationProblem, "description": "Bad input; `loc` names the field"},
+}
+
+_bearer = HTTPBearer(
+    auto_error=False,
+    description="An API key minted with `omoide keys add AGENT`; it decides the agent.",
+)
+
+
+def _operations(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
+) -> LocalOperations:
+    mem: Memory = request.app.state.memory
+    caller = caller_for_key(mem, credentials.credentials if credentials else None)
+    return LocalOperations(mem, caller)
+
+
+Ops = Annotated[LocalOperations, Depends(_operations)]
+PathName = Annotated[str, Path(min_length=1, max_length=200)]
+Slot = Literal["system", "active_task", "constraints", "scratchpad"]
+Limit = Annotated[int, Query(ge=1, le=1000)]
+Offset = Annotated[int, Query(ge=0, le=1_000_000_000)]
+OptionalName = Annotated[str | None, Query(min_length=1, max_length=200)]
+# Parsed by the library (ISO 8601; a bare number is not a date-time).
+Instant = Annotated[str | None, Query(max_length=64, json_schema_extra={"format": "date-time"})]
+
+
+def _query_names(dependant: Dependant) -> set[str]:
+    names = {field.alias for field in dependant.query_params}
+    for sub in dependant.dependencies:
+        names |= _query_names(sub)
+    return names
+
+
+def _strict_query(request: Request) -> None:
+    """Refuse query parameters the route does not declare, or given twice (none of the
+    API's parameters is a list): a typo is an error, not a silently ignored filter."""
+    route = request.scope.get("route")
+    declared = _query_names(route.dependant) if isinstance(route, APIRoute) else set()
+    seen: set[str] = set()
+    for key, _ in request.query_params.multi_items():
+        if key not in declared:
+            raise ValidationError(key or "query", "is not a parameter of this route")
+        if key in seen:
+            raise ValidationError(key, "is given more than once")
+        seen.add(key)
+
+
+class RecordBatch(s._Request):
+    episodes: Annotated[list[s.RecordRequest], Field(min_length=1, max_length=1000)]
+
+
+class MatchRequest(s._Request):
+    task: Annotated[str, Field(min_length=1, max_length=10_000)]
+
+
+def _fields(model: BaseModel) -> dict[str, Any]:
+    return model.model_dump(exclude_none=True)
+
+
+def _episodes_router() -> APIRouter:
+    api = APIRouter(tags=["episodic"])
+
+    @api.post("/episodes", status_code=201, response_model=s.Episode)
+    def record(body: s.RecordRequest, ops: Ops) -> Any:
+        """Record an episode as the key's agent."""
+        fields = _fields(body)
+        return ops.record(fields.pop("event_type"), fields.pop("description"), **fields)
+
+    @api.post("/episodes/batch", status_code=201, response_model=list[s.Episode])
+    def record_many(body: RecordBatch, ops: Ops) -> Any:
+        """Record several episodes in one transaction (all or none)."""
+        return ops.record_many([_fields(e) for e in body.episodes])
+
+    @api.post("/episodes/search", response_model=list[s.Episode])
+    def search(body: s.EpisodeSearch, ops: Ops) -> Any:
+        """Episodes that best answer a query: relevance × 0.4 + importance × 0.35 +
+        freshness × 0.25."""
+        fields = _fields(body)
+        return ops.search_episodes(fields.pop("query"), **fields)
+
+    @api.get("/episodes", response_model=list[s.Episode])
+    def browse(
+        ops: Ops,
+        agent_name: OptionalName = None,
+        event_type: OptionalName = None,
+        since: Instant = None,
+        until: Instant = None,
+        limit: Limit = 50,
+        offset: Offset = 0,
+    ) -> Any:
+        """Episodes newest first, filtered, without scoring."""
+        return ops.list_episodes(
+            agent_name=agent_name,
+            event_type=event_type,
+            since=since,
+            until=until,
+            limit=limit,
+            offset=offset,
+        )
+
+    @api.get("/episodes/{episode_id}", response_model=s.Episode)
+    def get(episode_id: PathName, ops: Ops) -> Any:
+        return ops.get_episode(episode_id)
+
+    @api.patch("/episodes/{episode_id}", response_model=s.Episode)
+    def update(episode_id: PathName, body: s.EpisodeUpdate, ops: Ops) -> Any:
+        """Record an outcome, or change importance or tags (the recording agent only)."""
+        return ops.update_episode(episode_id, **_fields(body))
+
+    @api.delete("/episodes/{episode_id}", response_model=s.Episode)
+    def delete(episode_id: PathName, ops: Ops) -> Any:
+        """Delete an episode (the recording agent only; never-forget episodes are refused)."""
+        return ops.delete_episode(episode_id)
+
+    return api
+
+
+def _semantic_router() -> APIRouter:
+    api = APIRouter(tags=["semantic"])
+
+    @api.get("/collections", response_model=list[s.Collection])
+    def collections(ops: Ops) -> Any:
+        return ops.collections()
+
+    @api.post(
+        "/collections/{collection}/documents", status_code=201, response_model=s.StoreResponse
+    )
+    def store(collection: PathName, body: s.StoreRequest, ops: Ops) -> Any:
+        """Upsert documents (chunked when long). Replacing a document is for its owner."""
+        return ops.store(collection, body.documents, body.metadatas, body.ids, scope=body.scope)
+
+    @api.get("/collections/{collection}/documents", response_model=list[s.Document])
+    def documents(collection: PathName, ops: Ops, limit: Limit = 50, offset: Offset = 0) -> Any:
+        return ops.list_documents(collection, limit=limit, offset=offset)
+
+    @api.get("/collections/{collection}/documents/{doc_id}", response_model=s.Document)
+    def get(collection: PathName, doc_id: PathName, ops: Ops) -> Any:
+        return ops.get_document(collection, doc_id)
+
+    @api.delete("/collections/{collection}/documents/{doc_id}", response_model=s.Document)
+    def delete(collection: PathName, doc_id: PathName, ops: Ops) -> Any:
+        return ops.delete_document(collection, doc_id)
+
+    @api.post("/collections/{collection}/query", response_model=list[s.QueryHit])
+    def query(collection: PathName, body: s.QueryRequest, ops: Ops) -> Any:
+        """The passages nearest in meaning to the query, best first."""
+        return ops.query(
+            collection, body.query_text, body.n_results, body.where, body.where_document
+        )
+
+    return api
+
+
+def _procedural_router() -> APIRouter:
+    api = APIRouter(tags=["procedural"])
+
+    @api.get("/procedures", response_model=list[s.Procedure])
+    def procedures(ops: Ops) -> Any:
+        return ops.procedures()
+
+    @api.post("/procedures", status_code=201, response_model=s.Procedure)
+    def register(body: s.RegisterRequest, ops: Ops) -> Any:
+        fields = _fields(body)
+        return ops.register_procedure(
+            fields.pop("name"), fields.pop("trigger"), fields.pop("template"), **fields
+        )
+
+    @api.post("/procedures/match", response_model=s.ProcedureMatch)
+    def match(body: MatchRequest, ops: Ops) -> Any:
+        """The best procedure for a task (success rate × 0.6 + quality/10 × 0.4)."""
+        return ops.match_procedure(body.task)
+
+    @api.get("/procedures/{name}", response_model=s.Procedure)
+    def get(name: PathName, ops: Ops) -> Any:
+        return ops.get_procedure(name)
+
+    @api.get("/procedures/{name}/history", response_model=list[s.ProcedureVersion])
+    def history(name: PathName, ops: Ops) -> Any:
+        return ops.procedure_history(name)
+
+    @api.post("/procedures/{name}/outcomes", response_model=s.Procedure)
+    def outcome(name: PathName, body: s.OutcomeRequest, ops: Ops) -> Any:
+        """Fold one execution's outcome into the figures (moving average, α 0.1)."""
+        return ops.report_outcome(name, body.quality_score, body.success)
+
+    @api.post("/procedures/{name}/versions", status_code=201, response_model=s.Procedure)
+    def evolve(name: PathName, body: s.EvolveRequest, ops: Ops) -> Any:
+        """Make a new template version current (the owner only)."""
+        return ops.evolve_procedure(name, body.template, trigger=body.trigger)
+
+    @api.post("/procedures/{name}/rollback", response_model=s.Procedure)
+    def rollback(name: PathName, body: s.RollbackRequest, ops: Ops) -> Any:
+        return ops.rollback_procedure(name, body.version)
+
+    return api
+
+
+def _working_router() -> APIRouter:
+    api = APIRouter(tags=["working"])
+
+    @api.get("/working/{session_id}", response_model=s.SessionView)
+    def view(session_id: PathName, ops: Ops) -> Any:
+        """The key's agent's working memory of a session, rendered context included."""
+        return ops.working(session_id)
+
+    @api.put("/working/{session_id}", response_model=s.SessionView)
+    def open_session(session_id: PathName, body: s.SessionRequest, ops: Ops) -> Any:
+        """Create a session, or resize it (a smaller one evicts messages as overflow does)."""
+        return ops.working(session_id, create=True, max_tokens=body.max_tokens)
+
+    @api.post("/working/{session_id}/messages", response_model=s.EvictionsResponse)
+    def add_message(session_id: PathName, body: s.AddMessageRequest, ops: Ops) -> Any:
+        """Append a message; returns what it evicted (important ones became episodes)."""
+        fields = _fields(body)
+        return ops.add_message(session_id, fields.pop("content"), **fields)
+
+    @api.put("/working/{session_id}/slots/{slot}", response_model=s.SessionView)
+    def set_slot(session_id: PathName, slot: Slot, body: s.SlotRequest, ops: Ops) -> Any:
+        return ops.set_slot(session_id, slot, body.value)
+
+    @api.put("/working/{session_id}/pins/{key}", response_model=s.Pin)
+    def pin(session_id: PathName, key: PathName, body: s.PinRequest, ops: Ops) -> Any:
+        return ops.pin(session_id, key, body.content, body.reason)
+
+    @api.delete("/working/{session_id}/pins/{key}", response_model=s.Pin)
+    def unpin(session_id: PathName, key: PathName, ops: Ops) -> Any:
+        return ops.unpin(session_id, key)
+
+    @api.post("/working/{session_id}/clear", response_model=s.EvictionsResponse)
+    def clear(session_id: PathName, ops: Ops) -> Any:
+        return ops.clear_messages(session_id)
+
+    return api
+
+
+def _store_router() -> APIRouter:
+    api = APIRouter(tags=["store"])
+
+    @api.get("/whoami", response_model=s.WhoAmI)
+    def whoami(ops: Ops) -> Any:
+        return ops.whoami()
+
+    @api.get("/stats", response_model=s.Stats)
+    def stats(ops: Ops) -> Any:
+        """Counts and sizes per layer and per agent, of what the key's agent may read."""
+        return ops.stats()
+
+    @api.get(
+        "/export",
+        response_class=StreamingResponse,
+        responses={
+            200: {
+                "content": {"application/x-ndjson": {"schema": {"type": "string"}}},
+                "description": "Every layer as JSON Lines (admin keys only)",
+            }
+        },
+    )
+    def export(ops: Ops, embeddings: bool = True) -> StreamingResponse:
+        lines = ops.export_lines(embeddings=embeddings)
+        return StreamingResponse((line + "\n" for line in lines), media_type="application/x-ndjson")
+
+    @api.post(
+        "/import",
+        response_model=s.ImportReport,
+        openapi_extra={
+            "requestBody": {
+                "required": True,
+                "content": {"application/x-ndjson": {"schema": {"type": "string"}}},
+            }
+        },
+    )
+    async def import_(request: Request, ops: Ops, reembed: bool = False) -> Any:
+        """Import an export (admin keys only); existing items are skipped, never replaced."""
+        import anyio.to_thread
+
+        body = await request.body()
+        return await anyio.to_thread.run_sync(
+            lambda: ops.import_lines(body.splitlines(), reembed=reembed)
+        )
+
+    @api.get("/keys", response_model=list[s.ApiKeyInfo])
+    def keys(ops: Ops, include_revoked: bool = False) -> Any:
+        return ops.list_keys(include_revoked=include_revoked)
+
+    @api.post("/keys", status_code=201, response_model=s.NewApiKey)
+    def add_key(body: s.AddKeyRequest, ops: Ops) -> Any:
+        """Mint a key for an agent (admin keys only); the key is shown once."""
+        return ops.add_key(body.agent_name, admin=body.admin, label=body.label)
+
+    @api.delete("/keys/{key_id}", response_model=s.ApiKeyInfo)
+    def revoke_key(key_id: PathName, ops: Ops) -> Any:
+        return ops.revoke_key(key_id)
+
+    return api
+
+
+def _problem_response(problems: list[dict[str, Any]]) -> JSONResponse:
+    return JSONResponse(status_code=422, content={"detail": problems})
+
+
+def create_app(mem: Memory, *, mcp: bool = True, host: str = "127.0.0.1") -> FastAPI:
+    """The REST API (and, with ``mcp``, the MCP endpoint at ``/mcp``) over ``mem``.
+
+    The app does not close ``mem``: whoever opened it does.
+    """
+    mcp_server = None
+    routes = []
+    if mcp:
+        from .mcp_server import create_mcp_server, local_operations, mcp_route
+
+        mcp_server = create_mcp_server(local_operations(mem))
+        routes.append(mcp_route(mcp_server, mem, host=host))
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if mcp_server is None:
+            yield
+        else:
+            async with mcp_server.session_manager.run():
+                yield
+
+    app = FastAPI(
+        title="omoide",
+        version=__version__,
+        summary="Long-term memory for AI agents (思い出): working, episodic, semantic and "
+        "procedural layers.",
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+    )
+    app.state.memory = mem
+    for build in (
+        _episodes_router,
+        _semantic_router,
+        _procedural_router,
+        _working_router,
+        _store_router,
+    ):
+        app.include_router(
+            build(),
+            prefix="/v1",
+            responses=_ERROR_RESPONSES,
+            dependencies=[Depends(_strict_query)],
+        )
+    app.router.routes.extend(routes)
+
+    @app.get("/healthz", response_model=s.Health, tags=["health"])
+    def healthz() -> Any:
+        """Liveness: answers without a key."""
+        return {"status": "ok", "version": __version__}
+
+    @app.exception_handler(OmoideError)
+    async def omoide_error(request: Request, exc: OmoideError) -> JSONResponse:
+        status = status_of(exc)
+        if isinstance(exc, ValidationError):
+            return _problem_response(
+                [
+                    {
+                        "loc": [safe_text(exc.field)],
+                        "msg": safe_text(exc.message),
+                        "type": "value_error",
+                    }
+                ]
+            )
+        headers = {"WWW-Authenticate": 'Bearer realm="omoide"'} if status == 401 else None
+        body = {"error": type(exc).__name__, "detail": safe_text(str(exc))}
+        return JSONResponse(status_code=status, content=body, headers=headers)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 400:  # a body that could not be read as JSON
+            return _problem_response(
+                [{"loc": ["body"], "msg": "not a JSON document in UTF-8", "type": "json_invalid"}]
+            )
+        body = {"error": "HTTPException", "detail": safe_text(str(exc.detail))}
+        return JSONResponse(status_code=exc.status_code, content=body, headers=exc.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def request_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return _problem_response(
+            [
+                {
+                    "loc": [safe_text(str(p)) if isinstance(p, str) else p for p in e["loc"]],
+                    "msg": safe_text(str(e.get("msg", "invalid"))),
+                    "type": str(e.get("type", "value_error")),
+                }
+                for e in exc.errors()
+            ]
+        )
+
+    return app
+
+
+def serve(
+    mem: Memory,
+    *,
+    host: str = "127.0.0.1",
+    port: int = DEFAULT_PORT,
+    mcp: bool = True,
+    log_level: str = "info",
+) -> None:
+    """Run the server until interrupted (uvicorn, one process owning ``mem``)."""
+    import uvicorn
+
+    uvicorn.run(create_app(mem, mcp=mcp, host=host), host=host, port=port, log_level=log_level)
