@@ -94,6 +94,14 @@ def _script(mem: Memory, clock: ManualClock, say: Callable[[str], None]) -> None
         outcome="Security approved it after a licence and CVE review",
         tags=["dependency"],
     )
+    for service in ("api", "web", "billing", "search"):
+        episodic.record(
+            "cto",
+            "error",
+            f"Deploy of service {service} failed: the database migration timed out",
+            outcome="Raised the migration timeout to 10 minutes and re-ran the deploy",
+            tags=["deploy"],
+        )
 
     say("Week 3 — a busy CEO session overflows its working memory")
     clock.advance(days=7)
@@ -124,6 +132,18 @@ def _script(mem: Memory, clock: ManualClock, say: Callable[[str], None]) -> None
 
     say("Week 4 — the fleet remembers")
     clock.advance(days=7)
+
+    say("Three months later — the nightly maintenance distils and forgets")
+    clock.advance(days=90)
+    report = mem.maintain()
+    say(
+        f"  distilled {report.distill.clusters} cluster(s) of similar episodes into "
+        f"{len(report.distill.knowledge_written)} knowledge document(s); "
+        f"forgetting acted on {report.forget.acted} item(s), every action in the audit log"
+    )
+    for doc_id in report.distill.knowledge_written:
+        doc = mem.semantic.get(mem.config.distill.collection, doc_id)
+        say(f"  knowledge: {' '.join(doc.document.split())[:110]}")
 
 
 def _report(mem: Memory, say: Callable[[str], None]) -> None:
@@ -158,21 +178,20 @@ def _report(mem: Memory, say: Callable[[str], None]) -> None:
         )
 
     say("")
-    say("== Recall ==")
+    say("== Recall (Memory.recall: every layer, ranked, within a token budget) ==")
     for question in [
-        "先週のデプロイ失敗はどう直した？",
+        "デプロイ失敗はどう直した？",
         "What did the operator say about pricing?",
         "Which colour is the brand colour?",
         "SSOについて何か言われた？",
+        "ベクトル検索の仕組みは？",
+        "Where should request timing live in FastAPI?",
     ]:
         say(f"Q: {question}")
-        for e in mem.episodic.recall(question, top_k=2):
-            extra = f" → {e.outcome}" if e.outcome else ""
-            say(f"   episodic  {e.score:.2f}  {e.agent_name}: {e.description}{extra}")
-    for question in ["ベクトル検索の仕組みは？", "Where should request timing live in FastAPI?"]:
-        say(f"Q: {question}")
-        for hit in mem.semantic.query("knowledge", question, n_results=1):
-            say(f"   semantic  {1 - hit.distance:.2f}  {hit.document[:90]}")
+        context = mem.recall(question, agent_name="ceo", budget_tokens=300)
+        for item in context.items[:2]:
+            text = " ".join(item.text.split())
+            say(f"   {item.layer:<10} {item.score:.2f}  {item.author or '-'}: {text[:100]}")
     for task in ["技術記事を書く", "deploy:production"]:
         proc = mem.procedural.get_procedure(task)
         if proc is not None:
