@@ -584,6 +584,7 @@ def layer_stats(mem: Memory, caller: Caller) -> dict[str, Any]:
         return sum(a.get(name, 0) for a in agents.values())
 
     collections = {}
+    caps = {c.name: c for c in mem.collection_stats()}
     for name in mem.semantic.collections:
         row = db.query_one(
             f"SELECT COUNT(*), COALESCE(SUM({doc_bytes}), 0) FROM semantic_docs "
@@ -591,7 +592,12 @@ def layer_stats(mem: Memory, caller: Caller) -> dict[str, Any]:
             (name, *params),
         )
         assert row is not None
-        collections[name] = {"documents": int(row[0]), "bytes": int(row[1])}
+        collections[name] = {
+            "documents": int(row[0]),
+            "bytes": int(row[1]),
+            "max_docs": caps[name].max_docs,
+            "full": caps[name].full,
+        }
     out: dict[str, Any] = {
         "layers": {
             "working": {"sessions": total("sessions"), "message_tokens": total("message_tokens")},

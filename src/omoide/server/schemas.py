@@ -359,6 +359,8 @@ class PinRequest(_Request):
 class CollectionStats(BaseModel):
     documents: int
     bytes: int
+    max_docs: int = Field(description="the collection's cap")
+    full: bool = Field(description="the cap is reached (counting every document)")
 
 
 class SemanticStats(BaseModel):
