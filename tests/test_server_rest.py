@@ -630,3 +630,28 @@ def test_collections_show_policies_and_usage(live_server: LiveServer) -> None:
     assert agent_view["knowledge"]["archived"] is None
     assert isinstance(admin_view["knowledge"]["archived"], int)
     assert 0 <= admin_view["knowledge"]["usage"] < 1
+
+
+def test_the_server_runs_the_daily_maintenance_itself(tmp_path: Any) -> None:
+    from datetime import UTC, datetime
+
+    from fastapi.testclient import TestClient
+
+    from omoide import ManualClock, Memory
+    from omoide.keys import KeyStore
+    from omoide.server.rest import create_app
+
+    clock = ManualClock(datetime(2026, 3, 2, 9, 0, tzinfo=UTC))
+    with Memory(tmp_path / "data", clock=clock) as mem:
+        assert mem.db is not None
+        key = KeyStore(mem.db, clock=clock).add("ops", admin=True)[1]
+        app = create_app(mem, mcp=False, maintenance=True)
+        with TestClient(app, headers={"Authorization": f"Bearer {key}"}) as client:
+            background = app.state.maintenance
+            assert background.wait_checked(1, timeout=60)
+            clock.set(datetime(2026, 3, 3, 3, 0, tzinfo=UTC))  # distill.schedule 03:00
+            background.wake()
+            assert background.wait_checked(2, timeout=120)
+            assert len(background.scheduler.reports) == 1
+            assert client.post("/v1/maintain").status_code == 200  # on demand, too
+        assert not background._thread.is_alive()  # stopped with the app
