@@ -150,7 +150,11 @@ PIPELINE_COMMANDS: list[Command] = [
         "cache put",
         "cache outside information (a page, an API answer) under a key, with an expiry",
         (
-            arg("key", help="a URL or any key; caching it again replaces the entry"),
+            arg(
+                "cache_key",
+                metavar="KEY",
+                help="a URL or any key; caching it again replaces the entry",
+            ),
             arg("content"),
             arg("--source", required=True, help="where it came from"),
             arg("--ttl-days", type=float, default=7.0, help="days it stays valid (default 7)"),
@@ -158,15 +162,15 @@ PIPELINE_COMMANDS: list[Command] = [
             arg("--scope"),
         ),
         run=lambda ops, a: ops.cache(
-            a.key, a.content, a.ttl_days, a.source, collection=a.collection, scope=a.scope
+            a.cache_key, a.content, a.ttl_days, a.source, collection=a.collection, scope=a.scope
         ),
         show=show_record,
     ),
     Command(
         "cache get",
         "the live entry cached under a key",
-        (arg("key"), arg("--collection")),
-        run=lambda ops, a: ops.cached(a.key, collection=a.collection),
+        (arg("cache_key", metavar="KEY"), arg("--collection")),
+        run=lambda ops, a: ops.cached(a.cache_key, collection=a.collection),
         show=show_record,
     ),
 ]

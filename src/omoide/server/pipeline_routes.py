@@ -6,7 +6,6 @@ with ``dry_run`` is open to every key and shows only what its agent may read, as
 audit log (its entries hold snapshots of the items).
 """
 
-
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
