@@ -69,7 +69,6 @@ def test_retention_archives_expired_documents_audited_and_restorable(
     report = pmem.maintain().retention
     assert report is not None and report.count("retention") == 1 and not report.failed
     assert states(pmem, "notes") == {"old": "archived", "incident": "active", "recent": "active"}
-    assert [h.doc_id for h in pmem.semantic.query("notes", "standup time", n_results=5)] != ["old"]
     assert "old" not in {h.doc_id for h in pmem.semantic.query("notes", "standup", n_results=5)}
 
     (entry,) = pmem.audit("old")
