@@ -442,3 +442,99 @@ def test_serve_then_use_the_same_memory_from_the_cli(tmp_path: Path) -> None:
         timeout=120,
     )
     assert json.loads(local.stdout)[0]["description"] == "RESTで記録"
+
+
+# -- pipelines -----------------------------------------------------------------------------
+
+
+def test_recall_forget_maintain_audit_restore(omoide: Run) -> None:
+    omoide("--agent", "ceo", "record", "decision", "価格は月額500円からに決めた")
+    out, _ = omoide("--agent", "ceo", "recall", "価格はいくら？", "--budget", "300")
+    assert "月額500円" in out and "tokens" in out
+    context = omoide.json("--agent", "ceo", "recall", "価格", "--layer", "episodic")
+    assert context["layers"] == ["episodic"] and context["items"]
+    _, err = omoide("recall", "価格", code=1)
+    assert "agent" in err
+
+    out, _ = omoide("forget", "--dry-run")
+    assert "stale_episodes" in out and "would act on" in out
+    report = omoide.json("maintain")
+    assert set(report) >= {"distill", "forget", "retention"}
+    out, _ = omoide("maintain")
+    assert "maintenance started" in out and "collections:" in out
+
+    omoide("--agent", "ceo", "store", "knowledge", "古い手順書", "--id", "manual")
+    with Memory(Path(os.environ["OMOIDE_HOME"])) as mem:
+        mem.lifecycle.apply(
+            "semantic",
+            "manual",
+            "archive",
+            collection="knowledge",
+            policy="manual",
+            reason="superseded by the wiki",
+            run_id="r1",
+        )
+    out, _ = omoide("audit", "--policy", "manual")
+    assert "manual" in out and "superseded by the wiki" in out
+    assert omoide.json("audit", "manual", "--layer", "semantic")[0]["action"] == "archive"
+    out, _ = omoide("restore", "manual", "--collection", "knowledge")
+    assert "restored manual in semantic/knowledge" in out
+    _, err = omoide("restore", "manual", code=1)
+    assert "not archived" in err
+
+
+def test_index_collections_and_cache(omoide: Run, tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "app.py").write_text(
+        "def hello():\n    return 'こんにちは'\n\n\ndef bye():\n    pass\n"
+    )
+    (root / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00binary")
+    out, err = omoide("index", str(root), "--collection", "code", "--no-git")
+    assert "indexed 1 of 2 files" in out and "logo.png" in out
+    assert "files" in err  # the progress reporter writes to stderr
+    again = omoide.json("index", str(root), "-c", "code", "--no-git", "-q")
+    assert again["files_unchanged"] == 1 and again["documents"] == 0
+
+    out, _ = omoide("collections")
+    lines = {line.split()[0]: line for line in out.splitlines() if line.strip()}
+    assert "archive_lowest" in lines["decisions"] and "365 d" in lines["decisions"]
+    assert "forever" in lines["code"] and " 2 " in lines["code"]  # two functions
+    out, _ = omoide("stats")
+    assert "cap" in out and "30000" in out
+
+    entry = omoide.json(
+        "--agent",
+        "bot",
+        "cache",
+        "put",
+        "https://example.com/rates",
+        "1 USD = 150 JPY",
+        "--source",
+        "example.com",
+        "--ttl-days",
+        "2",
+    )
+    assert entry["metadata"]["source"] == "example.com"
+    out, _ = omoide("cache", "get", "https://example.com/rates")
+    assert "1 USD = 150 JPY" in out
+    _, err = omoide("cache", "get", "https://example.com/other", code=1)
+    assert "not found" in err.lower()
+
+
+def test_pipelines_through_a_server(omoide: Run, live_server: LiveServer) -> None:
+    url, ceo, admin = live_server.url, live_server.keys["ceo"], live_server.keys["admin"]
+    omoide("--url", url, "--key", ceo, "record", "decision", "サーバー経由の価格決定")
+    context = omoide.json("--url", url, "--key", ceo, "recall", "価格決定")
+    assert context["agent_name"] == "ceo" and context["items"]
+    assert omoide.json("--url", url, "--key", ceo, "forget", "--dry-run")["dry_run"] is True
+    _, err = omoide("--url", url, "--key", ceo, "maintain", code=1)
+    assert "admin" in err
+    report = omoide.json("--url", url, "--key", admin, "maintain")
+    assert "retention" in report
+    assert isinstance(omoide.json("--url", url, "--key", ceo, "audit", "--limit", "3"), list)
+    key = f"https://example.com/{os.getpid()}-cli"
+    omoide("--url", url, "--key", ceo, "cache", "put", key, "内容", "--source", "ex")
+    assert omoide.json("--url", url, "--key", ceo, "cache", "get", key)["document"] == "内容"
+    rows = omoide.json("--url", url, "--key", ceo, "collections")
+    assert {r["name"] for r in rows} >= {"knowledge", "code", "decisions", "feedback"}

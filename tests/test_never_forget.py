@@ -74,6 +74,9 @@ def test_categories_of_a_document() -> None:
     # A document in the feedback collection is feedback: human feedback if a human gave it.
     assert RULE.document("feedback", {"source": "human"})
     assert not RULE.document("feedback", {"source": "agent"})
+    # ... and what names no source there is human feedback (the collection's purpose).
+    assert RULE.document_categories("feedback", {}) == ("human_feedback",)
+    assert not RULE.document("feedback", {"event_type": "lesson"})
     assert not RULE.document("knowledge", {"source": "human"})
     assert not RULE.document("decisions", {"category": "decision_pattern"})
 

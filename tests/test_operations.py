@@ -176,3 +176,146 @@ def test_storing_the_same_text_does_not_take_another_agents_document(team_mem: M
     document = team_mem.semantic.get("knowledge", doc_id)
     assert (document.agent_name, document.scope) == ("ceo", "private")
     assert ceo.store("knowledge", ["社外秘: 来期の価格表"])["ids"] == [doc_id]  # the owner may
+
+
+# -- pipelines: recall, forget, audit, restore, index, cache -------------------------------
+
+
+def test_recall_is_the_callers_context_within_its_scopes(team_mem: Memory) -> None:
+    ceo, designer = as_agent(team_mem, "ceo"), as_agent(team_mem, "designer")
+    private = ceo.record("decision", "価格は月額500円からに決めた", scope="private")
+    shared = ceo.record("decision", "価格の改定は四半期ごとに見直す")
+    mine = ceo.recall("価格", budget_tokens=500)
+    assert mine["agent_name"] == "ceo" and mine["tokens"] <= 500
+    assert {private["id"], shared["id"]} <= {i["id"] for i in mine["items"]}
+    assert "月額500円" in mine["context"]
+    theirs = designer.recall("価格")
+    assert private["id"] not in {i["id"] for i in theirs["items"]}
+    assert "月額500円" not in theirs["context"]
+    with pytest.raises(ValidationError, match="agent"):
+        LocalOperations(team_mem, Caller.operator(team_mem)).recall("価格")
+
+
+def test_forgetting_needs_admin_but_a_dry_run_shows_only_readable_items(
+    team_mem: Memory, clock: ManualClock
+) -> None:
+    ceo, cto, designer = (as_agent(team_mem, a) for a in ("ceo", "cto", "designer"))
+    secret = ceo.record("note", "ceo private scribble", importance=0.1, scope="private")
+    public = cto.record("note", "cto public scribble", importance=0.1)
+    clock.advance(days=400)
+    with pytest.raises(PermissionDeniedError, match="admin"):
+        ceo.forget()
+    for caller, expected in (
+        (designer, {public["id"]}),
+        (ceo, {secret["id"], public["id"]}),
+        (as_agent(team_mem, "ops", admin=True), {secret["id"], public["id"]}),
+    ):
+        plan = caller.forget(dry_run=True)
+        stale = next(p for p in plan["policies"] if p["name"] == "stale_episodes")
+        assert {a["item_id"] for a in stale["acted"]} == expected
+        assert plan["dry_run"] and plan["acted"] == len(expected)
+    assert team_mem.episodic.count() == 2  # dry runs changed nothing
+    done = as_agent(team_mem, "ops", admin=True).forget()
+    assert done["acted"] == 2 and team_mem.episodic.count() == 0
+
+
+def test_audit_entries_follow_the_scopes_of_their_items(team_mem: Memory) -> None:
+    ceo, cto = as_agent(team_mem, "ceo"), as_agent(team_mem, "cto")
+    ceo.store("knowledge", ["ceo's private memo"], ids=["memo"], scope="private")
+    ceo.store("knowledge", ["leads memo"], ids=["leads"], scope="team:leads")
+    for doc in ("memo", "leads"):
+        team_mem.lifecycle.apply(
+            "semantic",
+            doc,
+            "archive",
+            collection="knowledge",
+            policy="manual",
+            reason="t",
+            run_id="r1",
+        )
+    admin = as_agent(team_mem, "ops", admin=True)
+    assert {e["item_id"] for e in admin.audit(policy="manual")} == {"memo", "leads"}
+    assert {e["item_id"] for e in ceo.audit(policy="manual")} == {"memo", "leads"}
+    seen = cto.audit(policy="manual")
+    assert [e["item_id"] for e in seen] == ["leads"]
+    assert "ceo's private memo" not in str(seen)
+    assert as_agent(team_mem, "designer").audit() == []
+    assert len(admin.audit(limit=1)) == 1 and admin.audit(layer="episodic") == []
+
+
+def test_restore_is_for_the_owner_or_an_admin(team_mem: Memory) -> None:
+    ceo, cto = as_agent(team_mem, "ceo"), as_agent(team_mem, "cto")
+    episode = ceo.record("decision", "archived then restored")
+    team_mem.lifecycle.apply(
+        "episodic", episode["id"], "archive", policy="manual", reason="t", run_id="r"
+    )
+    with pytest.raises(PermissionDeniedError, match="owner"):
+        cto.restore(episode["id"])
+    restored = ceo.restore(episode["id"])
+    assert restored["layer"] == "episodic" and restored["item"]["state"] == "active"
+    with pytest.raises(NotFoundError):
+        cto.restore("no-such-item")
+    ceo.store("knowledge", ["a doc"], ids=["doc"])
+    team_mem.lifecycle.apply(
+        "semantic", "doc", "archive", collection="knowledge", policy="m", reason="t", run_id="r"
+    )
+    admin = as_agent(team_mem, "ops", admin=True)
+    back = admin.restore("doc", collection="knowledge")
+    assert (back["layer"], back["collection"], back["item"]["state"]) == (
+        "semantic",
+        "knowledge",
+        "active",
+    )
+
+
+def test_index_and_whole_store_jobs_need_admin(team_mem: Memory, tmp_path: Path) -> None:
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "guide.md").write_text("# 使い方\n\nomoide は記憶です。\n\n# Setup\n\npip install\n")
+    ceo = as_agent(team_mem, "ceo")
+    for job in (
+        lambda: ceo.index(root, "knowledge"),
+        ceo.distill,
+        ceo.maintain,
+        lambda: ceo.enforce_collections(dry_run=True),
+    ):
+        with pytest.raises(PermissionDeniedError, match="admin"):
+            job()
+    admin = as_agent(team_mem, "ops", admin=True)
+    dry = admin.index(root, "knowledge", dry_run=True)
+    assert (
+        dry["dry_run"] and dry["files_indexed"] == 1 and team_mem.semantic.count("knowledge") == 0
+    )
+    report = admin.index(root, "knowledge")
+    assert report["files_indexed"] == 1 and report["documents"] == 2
+    assert "guide.md" in report["summary"] or report["source"] == "docs"
+    assert team_mem.semantic.get("knowledge", team_mem.semantic.documents("knowledge")[0].id)
+    assert admin.index(root, "knowledge")["files_unchanged"] == 1
+    maintained = admin.maintain()
+    assert set(maintained) >= {"distill", "forget", "retention"}
+
+
+def test_the_cache_belongs_to_who_cached_it(team_mem: Memory, clock: ManualClock) -> None:
+    ceo, cto = as_agent(team_mem, "ceo"), as_agent(team_mem, "cto")
+    entry = ceo.cache("https://example.com/rates", "USD/JPY 150.2", 1, "example.com")
+    assert entry["agent_name"] == "ceo" and entry["metadata"]["source"] == "example.com"
+    assert cto.cached("https://example.com/rates")["document"] == "USD/JPY 150.2"
+    with pytest.raises(PermissionDeniedError):
+        cto.cache("https://example.com/rates", "USD/JPY 1", 1, "forged")
+    ceo.cache("secret", "ceo only", 1, "me", scope="private")
+    with pytest.raises(NotFoundError):
+        cto.cached("secret")
+    clock.advance(days=2)
+    with pytest.raises(NotFoundError):
+        ceo.cached("https://example.com/rates")
+
+
+def test_collections_show_whole_store_figures_to_admins_only(team_mem: Memory) -> None:
+    as_agent(team_mem, "ceo").store("knowledge", ["private"], scope="private")
+    agent_view = {c["name"]: c for c in as_agent(team_mem, "cto").collections()}
+    admin_view = {c["name"]: c for c in as_agent(team_mem, "ops", admin=True).collections()}
+    assert agent_view["knowledge"]["documents"] == 0 and agent_view["knowledge"]["chunks"] is None
+    assert admin_view["knowledge"]["documents"] == 1 and admin_view["knowledge"]["chunks"] == 1
+    assert admin_view["decisions"]["on_full"] == "archive_lowest"
+    assert admin_view["decisions"]["retention_days"] == 365
+    assert admin_view["knowledge"]["full"] is False

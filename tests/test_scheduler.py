@@ -228,3 +228,48 @@ def test_the_cron_command_runs_once(tmp_path: Path) -> None:
         stamp = float(mem.db.get_meta(LAST_RUN_KEY) or 0)
         started = datetime.fromisoformat(line["started_at"])
         assert abs(stamp - started.timestamp()) < timedelta(hours=1).total_seconds()
+
+
+def test_background_maintenance_runs_when_due_and_stops(mem: Memory, clock: ManualClock) -> None:
+    from omoide.scheduler import BackgroundMaintenance
+
+    background = BackgroundMaintenance(mem, poll_seconds=3600)
+    background.start()
+    try:
+        assert background.wait_checked(1, timeout=60)
+        assert background.scheduler.reports == []  # not due before 03:00 tomorrow
+        clock.set(datetime(2026, 3, 3, 3, 0, tzinfo=UTC))
+        background.wake()
+        assert background.wait_checked(2, timeout=120)
+        assert len(background.scheduler.reports) == 1
+        assert background.scheduler.reports[0].retention is not None
+        assert background.scheduler.last_run() == clock.now()
+        background.wake()  # checked again at once: not due until the next night
+        assert background.wait_checked(3, timeout=60)
+        assert len(background.scheduler.reports) == 1
+    finally:
+        background.stop()
+    assert background._thread is not None and not background._thread.is_alive()
+    assert background.errors == []
+
+
+def test_background_maintenance_survives_a_failed_run(mem: Memory, clock: ManualClock) -> None:
+    from omoide.scheduler import BackgroundMaintenance
+
+    background = BackgroundMaintenance(mem, poll_seconds=3600)
+    calls: list[int] = []
+
+    def broken() -> None:
+        calls.append(1)
+        raise RuntimeError("disk full")
+
+    mem.maintain = broken  # type: ignore[method-assign]
+    clock.set(datetime(2026, 3, 3, 3, 0, tzinfo=UTC))
+    background.start()
+    try:
+        assert background.wait_checked(1, timeout=60)
+        background.wake()
+        assert background.wait_checked(2, timeout=60)
+    finally:
+        background.stop()
+    assert len(calls) == 2 and background.errors[0] == "RuntimeError: disk full"

@@ -86,7 +86,14 @@ def test_long_documents_are_chunked_and_replaced_whole(mem: Memory) -> None:
 
 
 def test_get_documents_delete_and_access_counts(mem: Memory, clock: ManualClock) -> None:
-    mem.semantic.store("feedback", ["Keep answers short."], ids=["fb-1"], agent_name="operator")
+    # A lesson an agent wrote (a named, non-human source): feedback without one is protected.
+    mem.semantic.store(
+        "feedback",
+        ["Keep answers short."],
+        [{"source": "agent:reviewer"}],
+        ids=["fb-1"],
+        agent_name="operator",
+    )
     doc = mem.semantic.get("feedback", "fb-1")
     assert doc.agent_name == "operator" and doc.scope == "global" and doc.access_count == 0
     mem.semantic.query("feedback", "answer length")

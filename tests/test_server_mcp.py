@@ -29,6 +29,10 @@ TOOLS = {
     "pin",
     "get_procedure",
     "report_outcome",
+    "recall",
+    "forget_dry_run",
+    "cache_information",
+    "get_cached_information",
 }
 
 
@@ -149,6 +153,74 @@ def test_bad_arguments_and_refusals_are_tool_errors(ceo_server: Any, mem: Memory
     assert out["missing"].is_error and "NotFoundError" in text(out["missing"])
     assert out["private"].structured_content["result"] == []
     assert mem.episodic.count() == 1
+
+
+def test_recall_gives_a_budgeted_context(ceo_server: Any, mem: Memory) -> None:
+    mine = mem.episodic.record("ceo", "decision", "価格は月額500円からに決めた")
+    hidden = mem.episodic.record("cto", "decision", "価格の内部メモ（非公開）", scope="private")
+    mem.semantic.store("knowledge", ["The price list is reviewed every quarter."])
+
+    result = run(
+        ceo_server, lambda c: c.call_tool("recall", {"query": "価格", "budget_tokens": 400})
+    )
+    assert not result.is_error, text(result)
+    context = result.structured_content
+    assert context["agent_name"] == "ceo" and context["tokens"] <= 400
+    ids = [i["id"] for i in context["items"]]
+    assert mine.id in ids and hidden.id not in ids
+    assert "月額500円" in context["context"] and "内部メモ" not in context["context"]
+    assert {i["layer"] for i in context["items"]} <= {"episodic", "semantic", "working"}
+
+
+def test_forget_dry_run_previews_without_changing_anything(
+    ceo_server: Any, mem: Memory, clock: Any
+) -> None:
+    stale = mem.episodic.record("ceo", "note", "an unimportant note", importance=0.1)
+    other = mem.episodic.record("cto", "note", "cto's own note", importance=0.1, scope="private")
+    mem.episodic.record("ceo", "feedback", "人間からの意見", context={"source": "human"})
+    clock.advance(days=400)
+
+    result = run(ceo_server, lambda c: c.call_tool("forget_dry_run", {}))
+    assert not result.is_error, text(result)
+    plan = result.structured_content
+    assert plan["dry_run"] is True
+    acted = {a["item_id"] for p in plan["policies"] for a in p["acted"]}
+    assert stale.id in acted and other.id not in acted
+    assert mem.episodic.count() == 3 and mem.audit() == []
+
+
+def test_cache_information_then_get_it_while_fresh(
+    ceo_server: Any, mem: Memory, clock: Any
+) -> None:
+    async def scenario(c: Client) -> dict[str, Any]:
+        out = {}
+        out["put"] = await c.call_tool(
+            "cache_information",
+            {
+                "key": "https://example.com/rates",
+                "content": "1 USD は 150.2 円",
+                "source": "example.com",
+                "ttl_days": 1,
+            },
+        )
+        out["get"] = await c.call_tool(
+            "get_cached_information", {"key": "https://example.com/rates"}
+        )
+        out["bad"] = await c.call_tool(
+            "cache_information", {"key": "k", "content": "x", "source": "s", "ttl_days": 0}
+        )
+        return out
+
+    out = run(ceo_server, scenario)
+    assert not out["put"].is_error and out["put"].structured_content["agent_name"] == "ceo"
+    assert out["get"].structured_content["document"] == "1 USD は 150.2 円"
+    assert out["bad"].is_error and "ttl_days" in text(out["bad"])
+    clock.advance(days=2)
+    gone = run(
+        ceo_server,
+        lambda c: c.call_tool("get_cached_information", {"key": "https://example.com/rates"}),
+    )
+    assert gone.is_error and "NotFoundError" in text(gone)
 
 
 def test_layer_statistics_are_resources(ceo_server: Any, mem: Memory) -> None:

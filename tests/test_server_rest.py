@@ -501,3 +501,157 @@ def test_24_concurrent_clients_lose_nothing(live_server: LiveServer) -> None:
             json={"query_text": f"の知識 {run}", "n_results": 100},
         ).json()
         assert {f"{run}-doc-{i}" for i in range(24)} <= {h["doc_id"] for h in hits}
+
+
+# -- pipelines: recall, maintenance, audit, restore, index, cache ---------------------------
+
+
+def test_recall_returns_the_keys_agents_context(live_server: LiveServer) -> None:
+    with live_server.client("ceo") as ceo, live_server.client("designer") as designer:
+        secret = record(ceo, f"リコール用の非公開メモ {uid()}", scope="private")
+        response = ceo.post(
+            "/v1/recall", json={"query": "リコール用の非公開メモ", "budget_tokens": 300}
+        )
+        assert response.status_code == 200, response.text
+        body = response.json()
+        assert body["agent_name"] == "ceo" and body["tokens"] <= 300
+        assert secret["id"] in [i["id"] for i in body["items"]]
+        theirs = designer.post("/v1/recall", json={"query": "リコール用の非公開メモ"}).json()
+        assert secret["id"] not in [i["id"] for i in theirs["items"]]
+        assert ceo.post("/v1/recall", json={"query": ""}).status_code == 422
+        bad = ceo.post("/v1/recall", json={"query": "x", "layers": ["nope"]})
+        assert bad.status_code == 422 and "layers" in str(bad.json()["detail"][0]["loc"])
+
+
+def test_maintenance_jobs_need_an_admin_key(live_server: LiveServer) -> None:
+    with live_server.client("ceo") as ceo, live_server.client("admin") as admin:
+        for path, body in [
+            ("/v1/distill", None),
+            ("/v1/forget", {}),
+            ("/v1/maintain", None),
+        ]:
+            refused = ceo.post(path, json=body)
+            assert refused.status_code == 403, path
+            assert refused.json()["error"] == "PermissionDeniedError"
+        dry = ceo.post("/v1/forget", json={"dry_run": True})
+        assert dry.status_code == 200 and dry.json()["dry_run"] is True
+        assert ceo.post("/v1/forget", json={"dry_run": "yes"}).status_code == 422
+        assert admin.post("/v1/distill").status_code == 200
+        report = admin.post("/v1/maintain")
+        assert report.status_code == 200, report.text
+        assert set(report.json()) >= {"distill", "forget", "retention", "seconds"}
+        entries = admin.get("/v1/audit", params={"limit": 5})
+        assert entries.status_code == 200 and isinstance(entries.json(), list)
+
+
+def test_audit_and_restore_respect_scopes_and_owners(live_server: LiveServer) -> None:
+    doc_id = uid("memo")
+    with live_server.client("ceo") as ceo, live_server.client("cto") as cto:
+        stored = ceo.post(
+            "/v1/collections/knowledge/documents",
+            json={"documents": ["ceo の非公開メモ"], "ids": [doc_id], "scope": "private"},
+        )
+        assert stored.status_code == 201
+        live_server.mem.lifecycle.apply(
+            "semantic",
+            doc_id,
+            "archive",
+            collection="knowledge",
+            policy="manual",
+            reason="test",
+            run_id=uid("run"),
+        )
+        mine = ceo.get("/v1/audit", params={"item_id": doc_id}).json()
+        assert [e["action"] for e in mine] == ["archive"]
+        assert mine[0]["snapshot"]["content"] == "ceo の非公開メモ"
+        assert cto.get("/v1/audit", params={"item_id": doc_id}).json() == []
+        assert cto.get("/v1/audit", params={"layer": "nope"}).status_code == 422
+        assert cto.get("/v1/audit", params={"since": "yesterday"}).status_code == 422
+        assert cto.get("/v1/audit", params={"item": doc_id}).status_code == 422
+
+        refused = cto.post("/v1/restore", json={"id": doc_id, "collection": "knowledge"})
+        assert refused.status_code == 403
+        restored = ceo.post("/v1/restore", json={"id": doc_id, "collection": "knowledge"})
+        assert restored.status_code == 200, restored.text
+        assert restored.json()["item"]["state"] == "active"
+        again = ceo.post("/v1/restore", json={"id": doc_id, "collection": "knowledge"})
+        assert again.status_code == 422  # not archived any more
+        assert ceo.post("/v1/restore", json={"id": uid()}).status_code == 404
+
+
+def test_index_a_folder_on_the_server(live_server: LiveServer, tmp_path: Any) -> None:
+    root = tmp_path / "handbook"
+    root.mkdir()
+    (root / "onboarding.md").write_text("# 初日\n\nアカウントを作る。\n\n# Day two\n\nPair up.\n")
+    body = {"path": str(root), "source": uid("handbook")}
+    with live_server.client("ceo") as ceo, live_server.client("admin") as admin:
+        assert ceo.post("/v1/collections/knowledge/index", json=body).status_code == 403
+        dry = admin.post("/v1/collections/knowledge/index", json={**body, "dry_run": True})
+        assert dry.status_code == 200 and dry.json()["dry_run"] is True
+        report = admin.post("/v1/collections/knowledge/index", json=body)
+        assert report.status_code == 200, report.text
+        assert report.json()["files_indexed"] == 1 and report.json()["documents"] == 2
+        again = admin.post("/v1/collections/knowledge/index", json=body).json()
+        assert again["files_unchanged"] == 1 and again["documents"] == 0
+        missing = admin.post(
+            "/v1/collections/knowledge/index", json={"path": str(root / "missing")}
+        )
+        assert missing.status_code == 422 and missing.json()["detail"][0]["loc"] == ["path"]
+        unknown = admin.post("/v1/collections/nope/index", json=body)
+        assert unknown.status_code in (404, 422)
+
+
+def test_cache_put_and_get(live_server: LiveServer) -> None:
+    key = f"https://example.com/{uid()}"
+    with live_server.client("ceo") as ceo, live_server.client("cto") as cto:
+        put = ceo.put(
+            "/v1/cache",
+            json={"key": key, "content": "1 USD は 150 円", "ttl_days": 1, "source": "ex"},
+        )
+        assert put.status_code == 200, put.text
+        assert put.json()["agent_name"] == "ceo"
+        got = cto.get("/v1/cache", params={"key": key})
+        assert got.status_code == 200 and got.json()["document"] == "1 USD は 150 円"
+        stolen = cto.put(
+            "/v1/cache", json={"key": key, "content": "forged", "ttl_days": 1, "source": "x"}
+        )
+        assert stolen.status_code == 403
+        assert cto.get("/v1/cache", params={"key": uid()}).status_code == 404
+        bad = ceo.put("/v1/cache", json={"key": key, "content": "x", "ttl_days": 0, "source": "x"})
+        assert bad.status_code == 422 and bad.json()["detail"][0]["loc"][-1] == "ttl_days"
+
+
+def test_collections_show_policies_and_usage(live_server: LiveServer) -> None:
+    with live_server.client("ceo") as ceo, live_server.client("admin") as admin:
+        agent_view = {c["name"]: c for c in ceo.get("/v1/collections").json()}
+        admin_view = {c["name"]: c for c in admin.get("/v1/collections").json()}
+    assert agent_view["decisions"]["retention_days"] == 365
+    assert agent_view["decisions"]["on_full"] == "archive_lowest"
+    assert agent_view["knowledge"]["archived"] is None
+    assert isinstance(admin_view["knowledge"]["archived"], int)
+    assert 0 <= admin_view["knowledge"]["usage"] < 1
+
+
+def test_the_server_runs_the_daily_maintenance_itself(tmp_path: Any) -> None:
+    from datetime import UTC, datetime
+
+    from fastapi.testclient import TestClient
+
+    from omoide import ManualClock, Memory
+    from omoide.keys import KeyStore
+    from omoide.server.rest import create_app
+
+    clock = ManualClock(datetime(2026, 3, 2, 9, 0, tzinfo=UTC))
+    with Memory(tmp_path / "data", clock=clock) as mem:
+        assert mem.db is not None
+        key = KeyStore(mem.db, clock=clock).add("ops", admin=True)[1]
+        app = create_app(mem, mcp=False, maintenance=True)
+        with TestClient(app, headers={"Authorization": f"Bearer {key}"}) as client:
+            background = app.state.maintenance
+            assert background.wait_checked(1, timeout=60)
+            clock.set(datetime(2026, 3, 3, 3, 0, tzinfo=UTC))  # distill.schedule 03:00
+            background.wake()
+            assert background.wait_checked(2, timeout=120)
+            assert len(background.scheduler.reports) == 1
+            assert client.post("/v1/maintain").status_code == 200  # on demand, too
+        assert not background._thread.is_alive()  # stopped with the app

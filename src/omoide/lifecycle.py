@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -34,6 +34,7 @@ from .embeddings import Embedder
 from .episodic import EpisodicStore, _fts_body, embedding_text
 from .errors import NotFoundError, UnknownLayerError, ValidationError
 from .models import Episode
+from .scope import reader_predicate
 from .semantic import SemanticStore
 from .storage import Database
 from .validation import check_datetime, check_name, check_positive_int
@@ -563,10 +564,21 @@ class Lifecycle:
         since: datetime | str | None = None,
         until: datetime | str | None = None,
         limit: int = 100,
+        reader: str | None = None,
+        reader_teams: Iterable[str] = (),
     ) -> list[AuditEntry]:
-        """Audit rows, newest first, filtered by any of the arguments."""
-        where: list[str] = ["1"]
-        params: list[Any] = []
+        """Audit rows, newest first, filtered by any of the arguments.
+
+        With ``reader``, only rows whose snapshot is of an item that agent may read (by the
+        owner and scope the item had): a snapshot holds the item's content.
+        """
+        pred, params = reader_predicate(
+            reader,
+            reader_teams,
+            owner_column="json_extract(snapshot, '$.agent_name')",
+            scope_column="json_extract(snapshot, '$.scope')",
+        )
+        where: list[str] = [pred]
         for column, value in (
             ("item_id", item_id),
             ("policy", policy),

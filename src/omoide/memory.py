@@ -37,6 +37,7 @@ from .models import CollectionStats, Episode, Message
 from .procedural import ProceduralMemory
 from .protection import NeverForget
 from .recall_log import RecallLog
+from .retention import Retention, RetentionReport
 from .router import Context, Router
 from .scheduler import LAST_RUN_KEY, MAINTENANCE_LOCK, MaintenanceReport
 from .scope import normalize_scope
@@ -199,6 +200,11 @@ class Memory:
             config=self.config.distill,
             llm=llm or llm_from_config(self.config.llm),
         )
+        #: Enforces collection retention, caps and cache expiry (run by :meth:`maintain`).
+        self.retention = Retention(
+            self.db, semantic=self.semantic, lifecycle=self.lifecycle, clock=self.clock
+        )
+        self.semantic.remove_expired = self.retention.delete_expired
         self._protect_new_categories()
         self.distiller.recover()
 
@@ -363,8 +369,11 @@ class Memory:
         since: datetime | str | None = None,
         until: datetime | str | None = None,
         limit: int = 100,
+        reader: str | None = None,
+        reader_teams: Iterable[str] = (),
     ) -> list[AuditEntry]:
-        """The audit log of forgetting (and restores, and overflow), newest first."""
+        """The audit log of forgetting (and restores, overflow, retention), newest first;
+        with ``reader``, only entries of items that agent may read."""
         self._check_open()
         return self.lifecycle.audit(
             item_id,
@@ -375,10 +384,22 @@ class Memory:
             since=since,
             until=until,
             limit=limit,
+            reader=reader,
+            reader_teams=reader_teams,
         )
 
+    def enforce_collections(self, dry_run: bool = False) -> RetentionReport:
+        """Apply every collection's retention, ``archive_lowest`` cap and cache expiry.
+
+        See :mod:`omoide.retention`: archives (or, for expired cache entries, deletes) with an
+        audit row each; never-forget documents are kept. Part of :meth:`maintain`.
+        """
+        self._check_open()
+        return self.retention.run(dry_run=dry_run)
+
     def maintain(self) -> MaintenanceReport:
-        """The daily job: :meth:`distill`, then :meth:`forget`.
+        """The daily job: :meth:`distill`, then :meth:`forget`, then
+        :meth:`enforce_collections` (retention, caps, cache expiry).
 
         Holds ``maintenance.lock`` in the data directory while it runs; a second run at the
         same time (another thread or process) gets StoreLockedError.
@@ -397,9 +418,10 @@ class Memory:
             started = self.clock.monotonic()
             distilled = self.distill()
             forgotten = self.forget()
+            retained = self.enforce_collections()
             self.db.set_meta(LAST_RUN_KEY, repr(to_timestamp(self.clock.now())))
             return MaintenanceReport(
-                started_at, distilled, forgotten, self.clock.monotonic() - started
+                started_at, distilled, forgotten, self.clock.monotonic() - started, retained
             )
         finally:
             lock.release()

@@ -29,6 +29,7 @@ from typing import Any
 from .errors import NotFoundError, PermissionDeniedError, ValidationError
 from .keys import ApiKey, KeyStore
 from .memory import Memory
+from .pipelines import PipelineOperations
 from .scope import reader_predicate, teams_of
 from .semantic import content_id
 from .transfer import Progress, export_jsonl, import_jsonl
@@ -109,7 +110,7 @@ def _store_lock(mem: Memory) -> threading.Lock:
         return _STORE_LOCKS.setdefault(mem, threading.Lock())
 
 
-class LocalOperations:
+class LocalOperations(PipelineOperations):
     """The operations over an open :class:`Memory`, as ``caller``."""
 
     def __init__(self, mem: Memory, caller: Caller) -> None:
@@ -238,23 +239,34 @@ class LocalOperations:
     # -- semantic ----------------------------------------------------------------------
 
     def collections(self) -> list[dict[str, Any]]:
+        """Each collection's policy beside its usage. ``documents`` counts what the caller
+        may read; the whole-store figures (states, expired, chunks, usage) are for callers
+        who read everything, and ``full`` (the cap reached) is for all."""
         assert self.mem.db is not None
         scope_sql, params = reader_predicate(self.caller.reader, self.caller.teams)
         out = []
-        for name, spec in self.mem.semantic.config.collections.items():
+        for stats in self.mem.collection_stats():
             count = self.mem.db.scalar(
                 f"SELECT COUNT(*) FROM semantic_docs WHERE collection=? AND state='active' "
                 f"AND {scope_sql}",
-                (name, *params),
+                (stats.name, *params),
             )
+            whole = self.caller.read_all
             out.append(
                 {
-                    "name": name,
-                    "purpose": spec.purpose,
-                    "retention_days": spec.retention_days,
-                    "max_docs": spec.max_docs,
-                    "on_full": spec.on_full,
+                    "name": stats.name,
+                    "purpose": stats.purpose,
+                    "retention_days": stats.retention_days,
+                    "max_docs": stats.max_docs,
+                    "on_full": stats.on_full,
+                    "update_freq": stats.update_freq,
                     "documents": int(count),
+                    "full": stats.full,
+                    **{
+                        key: getattr(stats, key) if whole else None
+                        for key in ("pending", "archived", "compressed", "expired", "chunks")
+                    },
+                    "usage": round(stats.usage, 4) if whole else None,
                 }
             )
         return out
@@ -572,6 +584,7 @@ def layer_stats(mem: Memory, caller: Caller) -> dict[str, Any]:
         return sum(a.get(name, 0) for a in agents.values())
 
     collections = {}
+    caps = {c.name: c for c in mem.collection_stats()}
     for name in mem.semantic.collections:
         row = db.query_one(
             f"SELECT COUNT(*), COALESCE(SUM({doc_bytes}), 0) FROM semantic_docs "
@@ -579,7 +592,12 @@ def layer_stats(mem: Memory, caller: Caller) -> dict[str, Any]:
             (name, *params),
         )
         assert row is not None
-        collections[name] = {"documents": int(row[0]), "bytes": int(row[1])}
+        collections[name] = {
+            "documents": int(row[0]),
+            "bytes": int(row[1]),
+            "max_docs": caps[name].max_docs,
+            "full": caps[name].full,
+        }
     out: dict[str, Any] = {
         "layers": {
             "working": {"sessions": total("sessions"), "message_tokens": total("message_tokens")},

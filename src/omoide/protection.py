@@ -11,7 +11,9 @@ adds (``never_forget = [...]``; it can only extend the list). An item belongs to
 3. its ``category`` (a context key for episodes, a metadata key for documents) is ``C`` (or
    the singular form), or a list containing it;
 4. for ``human_feedback`` only: its event type is ``feedback`` and its ``source`` (or
-   ``from``) is ``human``.
+   ``from``) is ``human`` — or, for a document of the ``feedback`` collection, it names no
+   ``source`` or ``from`` at all (that collection holds human feedback; an agent's lesson
+   stored there says so with ``source``).
 
 For a semantic document the event type is its metadata ``event_type`` — or ``feedback`` for a
 document in the ``feedback`` collection — and its tags are the metadata ``tags`` (a
@@ -89,7 +91,18 @@ class NeverForget:
             event_type = "feedback" if collection == "feedback" else None
         raw_tags = metadata.get("tags")
         tags = raw_tags.split(",") if isinstance(raw_tags, str) else _strings(raw_tags)
-        return self.categories_of(event_type, tags, metadata)
+        found = self.categories_of(event_type, tags, metadata)
+        if (
+            collection == "feedback"
+            and event_type == "feedback"
+            and "human_feedback" in self._forms
+            and "human_feedback" not in found
+            and not _strings(metadata.get("source"))
+            and not _strings(metadata.get("from"))
+        ):
+            # The feedback collection holds human feedback: what names no other source is.
+            found = tuple(c for c in self.categories if c in (*found, "human_feedback"))
+        return found
 
     def episode(self, event_type: str, tags: Sequence[str], context: Mapping[str, Any]) -> bool:
         """Whether an episode is protected (the ``protection`` hook of the episodic store)."""

@@ -27,6 +27,7 @@ from .errors import (
     PermissionDeniedError,
     ProtectedMemoryError,
     StorageError,
+    StoreLockedError,
     ValidationError,
 )
 from .transfer import Progress
@@ -43,6 +44,7 @@ _ERRORS: dict[str, type[OmoideError]] = {
         PermissionDeniedError,
         ProtectedMemoryError,
         StorageError,
+        StoreLockedError,
     )
 }
 
@@ -384,6 +386,80 @@ class RemoteOperations:
         if progress is not None:
             progress("upload", 1, 1)
         return result
+
+    # -- pipelines -----------------------------------------------------------------------
+
+    def recall(
+        self,
+        query: str,
+        *,
+        session_id: str | None = None,
+        budget_tokens: int | None = None,
+        layers: Sequence[str] | None = None,
+    ) -> dict[str, Any]:
+        payload = _clean(
+            {
+                "query": query,
+                "session_id": session_id,
+                "budget_tokens": budget_tokens,
+                "layers": None if layers is None else list(layers),
+            }
+        )
+        result: dict[str, Any] = self._call("POST", "/v1/recall", payload)
+        return result
+
+    def distill(self) -> dict[str, Any]:
+        result: dict[str, Any] = self._call("POST", "/v1/distill")
+        return result
+
+    def forget(self, *, dry_run: bool = False) -> dict[str, Any]:
+        result: dict[str, Any] = self._call("POST", "/v1/forget", {"dry_run": dry_run})
+        return result
+
+    def maintain(self) -> dict[str, Any]:
+        result: dict[str, Any] = self._call("POST", "/v1/maintain")
+        return result
+
+    def audit(self, item_id: str | None = None, **filters: Any) -> list[dict[str, Any]]:
+        result: list[dict[str, Any]] = self._call(
+            "GET", "/v1/audit", query={"item_id": item_id, **filters}
+        )
+        return result
+
+    def restore(
+        self, item_id: str, *, layer: str | None = None, collection: str | None = None
+    ) -> dict[str, Any]:
+        payload = _clean({"id": item_id, "layer": layer, "collection": collection})
+        result: dict[str, Any] = self._call("POST", "/v1/restore", payload)
+        return result
+
+    def index(self, path: str, collection: str, **options: Any) -> dict[str, Any]:
+        """Index a folder on the *server's* machine (the path is read there)."""
+        options.pop("progress", None)  # the server reports figures at the end
+        for name in ("include", "exclude"):
+            if name in options:
+                options[name] = list(options[name] or []) or None
+        payload = _clean({"path": str(path), **options})
+        route = f"/v1/collections/{self._q(collection)}/index"
+        result: dict[str, Any] = self._call("POST", route, payload)
+        return result
+
+    def cache(
+        self, key: str, content: str, ttl_days: float, source: str, **fields: Any
+    ) -> dict[str, Any]:
+        payload = _clean(
+            {"key": key, "content": content, "ttl_days": ttl_days, "source": source, **fields}
+        )
+        result: dict[str, Any] = self._call("PUT", "/v1/cache", payload)
+        return result
+
+    def cached(self, key: str, *, collection: str | None = None) -> dict[str, Any]:
+        result: dict[str, Any] = self._call(
+            "GET", "/v1/cache", query={"key": key, "collection": collection}
+        )
+        return result
+
+    # -- API keys ------------------------------------------------------------------------
 
     def add_key(self, agent_name: str, *, admin: bool = False, label: str = "") -> dict[str, Any]:
         payload = {"agent_name": agent_name, "admin": admin, "label": label}

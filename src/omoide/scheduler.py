@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import re
 import sys
 import threading
@@ -32,8 +33,18 @@ from .forgetting import ForgetReport
 
 if TYPE_CHECKING:
     from .memory import Memory
+    from .retention import RetentionReport
 
-__all__ = ["MAINTENANCE_LOCK", "MaintenanceReport", "Schedule", "Scheduler", "main"]
+__all__ = [
+    "MAINTENANCE_LOCK",
+    "BackgroundMaintenance",
+    "MaintenanceReport",
+    "Schedule",
+    "Scheduler",
+    "main",
+]
+
+_log = logging.getLogger("omoide.scheduler")
 
 MAINTENANCE_LOCK = "maintenance.lock"
 #: Meta key holding the time of the last completed maintenance run.
@@ -44,12 +55,13 @@ _TIME = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)(?:\s+(\S+))?$")
 
 @dataclass(frozen=True)
 class MaintenanceReport:
-    """One maintenance run: its distillation and forgetting reports."""
+    """One maintenance run: its distillation, forgetting and collection-policy reports."""
 
     started_at: datetime
     distill: DistillReport
     forget: ForgetReport
     seconds: float
+    retention: RetentionReport | None = None
 
 
 @dataclass(frozen=True)
@@ -164,6 +176,89 @@ class Scheduler:
         return runs
 
 
+class BackgroundMaintenance:
+    """A :class:`Scheduler` in a daemon thread of a long-running process (``omoide serve``).
+
+    The process that serves a data directory owns it (a separate ``python -m
+    omoide.scheduler`` would get StoreLockedError), so it runs the daily job itself. The
+    thread checks when the next run is due, waits until then (at most ``poll_seconds``, on
+    an event, so :meth:`stop` returns at once) and runs it; :meth:`wake` makes it check now.
+    A run that fails is logged and retried at the next check; the thread keeps going.
+    """
+
+    def __init__(
+        self,
+        memory: Memory,
+        *,
+        schedule: str | None = None,
+        clock: Clock | None = None,
+        poll_seconds: float = 30.0,
+    ) -> None:
+        self.scheduler = Scheduler(
+            memory, schedule=schedule, clock=clock, poll_seconds=poll_seconds
+        )
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._checked = threading.Condition()
+        self._checks = 0
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        if self._thread is not None:
+            return
+        self._thread = threading.Thread(target=self._loop, name="omoide-maintenance", daemon=True)
+        self._thread.start()
+
+    def wake(self) -> None:
+        """Check now whether a run is due (instead of at the next poll)."""
+        self._wake.set()
+
+    def stop(self, timeout: float | None = 60.0) -> None:
+        """Stop the thread (a run in progress completes first)."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def wait_checked(self, checks: int, timeout: float) -> bool:
+        """Block until the thread has checked ``checks`` times since it started."""
+        with self._checked:
+            return self._checked.wait_for(lambda: self._checks >= checks, timeout)
+
+    @property
+    def checks(self) -> int:
+        with self._checked:
+            return self._checks
+
+    def _loop(self) -> None:
+        scheduler = self.scheduler
+        while not self._stop.is_set():
+            self._wake.clear()
+            try:
+                scheduler.run_pending()
+            except Exception as exc:
+                self.errors.append(f"{type(exc).__name__}: {exc}")
+                _log.exception("omoide: maintenance failed; retrying at the next check")
+            with self._checked:
+                self._checks += 1
+                self._checked.notify_all()
+            if self._stop.is_set():
+                break
+            try:
+                now = scheduler.clock.now()
+                due = scheduler.due(now)
+            except Exception:
+                _log.exception("omoide: maintenance cannot read its schedule")
+                due = now
+            wait = (
+                scheduler.poll_seconds
+                if now >= due
+                else min((due - now).total_seconds(), scheduler.poll_seconds)
+            )
+            self._wake.wait(wait)
+
+
 def _summary(report: MaintenanceReport) -> dict[str, object]:
     distill = asdict(report.distill)
     distill["skipped"] = len(report.distill.skipped)
@@ -174,6 +269,12 @@ def _summary(report: MaintenanceReport) -> dict[str, object]:
         "forget": {
             p.name: {"candidates": p.candidates, "acted": len(p.acted), "failed": len(p.failed)}
             for p in report.forget.policies
+        },
+        "retention": None
+        if report.retention is None
+        else {
+            policy: report.retention.count(policy)
+            for policy in ("retention", "capacity", "cache_expiry")
         },
     }
 

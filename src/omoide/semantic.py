@@ -168,6 +168,8 @@ class SemanticStore:
         }
         #: ``cache(url_or_key, content, ttl_days, source)``: outside information with an expiry.
         self.cache = InformationCache(self, clock)
+        #: Removes expired entries for :meth:`purge_expired`; Memory makes it audited.
+        self.remove_expired: Callable[[str, Sequence[str]], int] = self.delete
         self._collections: dict[str, Any] = {}
         for name, spec in self.config.collections.items():
             self._collections[name] = client.get_or_create_collection(
@@ -638,7 +640,9 @@ class SemanticStore:
         """Delete expired documents (all collections unless one is named); return how many.
 
         Expiry is the contract a cached entry was stored with, so expired entries are deleted,
-        not archived. Never-forget (protected) documents are kept: they only leave results.
+        not archived (through :attr:`remove_expired`: in a Memory, each one is audited with
+        policy ``cache_expiry``). Never-forget (protected) documents are kept: they only
+        leave results.
         """
         names = self.collections if collection is None else [collection]
         for name in names:
@@ -655,7 +659,7 @@ class SemanticStore:
                 )
             ]
             for start in range(0, len(ids), 500):
-                removed += self.delete(name, ids[start : start + 500])
+                removed += self.remove_expired(name, ids[start : start + 500])
         return removed
 
     def _expiry_where(self, collection: str) -> dict[str, Any] | None:

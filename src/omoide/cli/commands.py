@@ -228,7 +228,14 @@ def _serve(args: argparse.Namespace, out: Output) -> int:
             f"omoide: serving {mem.path} on http://{args.host}:{args.port} "
             f"(REST /v1{'' if args.no_mcp else ', MCP /mcp'}); Ctrl+C stops\n"
         )
-        serve(mem, host=args.host, port=args.port, mcp=not args.no_mcp, log_level=args.log_level)
+        serve(
+            mem,
+            host=args.host,
+            port=args.port,
+            mcp=not args.no_mcp,
+            log_level=args.log_level,
+            maintenance=not args.no_maintenance,
+        )
     return 0
 
 
@@ -409,7 +416,7 @@ COMMANDS: list[Command] = [
     ),
     Command(
         "collections",
-        "list the semantic collections",
+        "the semantic collections: purpose, retention, cap and usage",
         run=lambda ops, a: ops.collections(),
         show=show_collections,
     ),
@@ -621,7 +628,15 @@ COMMANDS: list[Command] = [
     Command(
         "serve",
         "run the REST server (and MCP over HTTP at /mcp) owning the data directory",
-        (*SERVE_ARGS, arg("--no-mcp", action="store_true", help="REST only")),
+        (
+            *SERVE_ARGS,
+            arg("--no-mcp", action="store_true", help="REST only"),
+            arg(
+                "--no-maintenance",
+                action="store_true",
+                help="do not run the daily maintenance (distill.schedule) in the server",
+            ),
+        ),
         raw=_serve,
     ),
     Command(
@@ -634,6 +649,11 @@ COMMANDS: list[Command] = [
         raw=_mcp,
     ),
 ]
+
+
+from .pipeline_commands import PIPELINE_COMMANDS  # noqa: E402 - it builds on the above
+
+COMMANDS.extend(PIPELINE_COMMANDS)
 
 
 def _store(ops: Ops, args: argparse.Namespace) -> Any:

@@ -7,16 +7,24 @@ from typing import Any
 from .console import Output
 
 __all__ = [
+    "show_audit",
     "show_collections",
+    "show_distill",
     "show_documents",
     "show_episodes",
+    "show_forget",
     "show_history",
     "show_hits",
+    "show_index",
     "show_keys",
+    "show_maintenance",
     "show_match",
     "show_new_key",
     "show_procedures",
+    "show_recall",
     "show_record",
+    "show_restore",
+    "show_retention",
     "show_session",
     "show_stats",
 ]
@@ -148,9 +156,15 @@ def show_stats(out: Output, stats: dict[str, Any]) -> None:
     collections = [{"collection": k, **v} for k, v in layers["semantic"]["collections"].items()]
     out.table(
         collections,
-        [("collection", "collection"), ("documents", "documents"), ("bytes", "bytes")],
+        [
+            ("collection", "collection"),
+            ("documents", "documents"),
+            ("max_docs", "cap"),
+            ("full", "full"),
+            ("bytes", "bytes"),
+        ],
         title="Collections",
-        numeric=("documents", "bytes"),
+        numeric=("documents", "max_docs", "bytes"),
     )
     cols = [
         ("agent", "agent"),
@@ -181,10 +195,145 @@ def show_new_key(out: Output, row: dict[str, Any]) -> None:
 
 
 def show_collections(out: Output, rows: list[dict[str, Any]]) -> None:
+    def usage(row: dict[str, Any]) -> str:
+        share = row.get("usage")
+        if share is None:
+            share = row["documents"] / row["max_docs"] if row["max_docs"] else 0.0
+        return f"{share:.0%}" + (" FULL" if row.get("full") else "")
+
+    shown = [
+        {
+            **r,
+            "usage_text": usage(r),
+            "retention": "forever" if r["retention_days"] is None else f"{r['retention_days']} d",
+        }
+        for r in rows
+    ]
     cols = [
         ("name", "name"),
         ("documents", "documents"),
         ("max_docs", "cap"),
-        ("purpose", "purpose"),
+        ("usage_text", "usage"),
+        ("on_full", "at cap"),
+        ("retention", "retention"),
     ]
-    out.table(rows, cols, numeric=("documents", "max_docs"))
+    if any(r.get("archived") is not None for r in rows):
+        cols += [("archived", "archived"), ("expired", "expired"), ("chunks", "chunks")]
+    cols.append(("purpose", "purpose"))
+    out.table(
+        shown,
+        cols,
+        numeric=("documents", "max_docs", "archived", "expired", "chunks"),
+        widths={"purpose": 40},
+    )
+
+
+def show_recall(out: Output, result: dict[str, Any]) -> None:
+    out.line(result["context"] or "(nothing relevant remembered)")
+    if result["items"]:
+        out.line()
+        cols = [("layer", "layer"), ("id", "id"), ("score", "score"), ("why", "why")]
+        out.table(result["items"], cols, numeric=("score",), widths={"why": 50})
+    out.line(
+        f"{result['tokens']:,} of {result['budget_tokens']:,} tokens, "
+        f"{len(result['items'])} items from {', '.join(result['layers'])}"
+    )
+
+
+PLAN_COLUMNS = [
+    ("policy", "policy"),
+    ("action", "action"),
+    ("layer", "layer"),
+    ("collection", "collection"),
+    ("item_id", "item"),
+    ("reason", "reason"),
+]
+
+
+def show_distill(out: Output, report: dict[str, Any]) -> None:
+    out.line(
+        f"distilled {report['clusters']} clusters of {report['candidates']} candidate "
+        f"episodes: {len(report['knowledge_written'])} knowledge documents written, "
+        f"{report['episodes_marked']} episodes marked, {len(report['skipped'])} clusters "
+        f"skipped in {report['seconds']:.1f} s" + ("" if report["complete"] else " (partial)")
+    )
+    for doc_id in report["knowledge_written"]:
+        out.line(f"  + {doc_id}")
+
+
+def show_forget(out: Output, report: dict[str, Any]) -> None:
+    plan = [a for p in report["policies"] for a in p["acted"]]
+    if plan:
+        out.table(plan, PLAN_COLUMNS, widths={"reason": 50, "item_id": 30})
+    rows = [
+        {
+            "policy": p["name"],
+            "action": p["action"],
+            "candidates": p["candidates"],
+            "acted": len(p["acted"]) - len(p["failed"]),
+            "kept": len(p["skipped"]),
+            "failed": len(p["failed"]),
+        }
+        for p in report["policies"]
+    ]
+    cols = [(k, k) for k in ("policy", "action", "candidates", "acted", "kept", "failed")]
+    out.table(rows, cols, numeric=("candidates", "acted", "kept", "failed"), title="Policies")
+    verb = "would act on" if report["dry_run"] else "acted on"
+    out.line(f"forgetting {verb} {report['acted']} items (run {report['run_id']})")
+
+
+def show_retention(out: Output, report: dict[str, Any]) -> None:
+    if report["actions"]:
+        out.table(report["actions"], PLAN_COLUMNS, widths={"reason": 50, "item_id": 30})
+    counts = {
+        policy: sum(1 for a in report["actions"] if a["policy"] == policy)
+        for policy in ("retention", "capacity", "cache_expiry")
+    }
+    verb = "would archive or delete" if report["dry_run"] else "archived or deleted"
+    out.line(
+        f"collections: {verb} {len(report['actions'])} documents "
+        f"(retention {counts['retention']}, capacity {counts['capacity']}, "
+        f"cache expiry {counts['cache_expiry']}); never-forget kept: "
+        f"{sum(report['protected_kept'].values())}"
+    )
+    for name, over in report["over_cap"].items():
+        out.line(f"  {name}: still {over:,} over its cap (the rest is never-forget)")
+
+
+def show_maintenance(out: Output, report: dict[str, Any]) -> None:
+    out.line(f"maintenance started {report['started_at'][:19]}, {report['seconds']:.1f} s")
+    show_distill(out, report["distill"])
+    show_forget(out, {**report["forget"], "acted": _acted(report["forget"])})
+    if report.get("retention"):
+        show_retention(out, report["retention"])
+
+
+def _acted(forget: dict[str, Any]) -> int:
+    return int(sum(len(p["acted"]) - len(p["failed"]) for p in forget["policies"]))
+
+
+def show_audit(out: Output, rows: list[dict[str, Any]]) -> None:
+    cols = [
+        ("at", "at"),
+        ("policy", "policy"),
+        ("action", "action"),
+        ("layer", "layer"),
+        ("collection", "collection"),
+        ("item_id", "item"),
+        ("reason", "reason"),
+    ]
+    out.table([_when(r, "at") for r in rows], cols, widths={"reason": 50, "item_id": 30})
+
+
+def show_restore(out: Output, result: dict[str, Any]) -> None:
+    where = result["layer"] + (f"/{result['collection']}" if result.get("collection") else "")
+    out.line(f"restored {result['item']['id']} in {where} (state {result['item']['state']})")
+
+
+def show_index(out: Output, report: dict[str, Any]) -> None:
+    out.line(report["summary"])
+    if report["skipped"]:
+        cols = [("path", "skipped file"), ("reason", "reason")]
+        out.table(report["skipped"][:50], cols, widths={"path": 60})
+        if len(report["skipped"]) > 50:
+            out.line(f"… and {len(report['skipped']) - 50} more (--json lists them all)")

@@ -6,8 +6,9 @@ agent comes from configuration (``--agent`` / ``$OMOIDE_AGENT``); over streamabl
 the API key of the request (``Authorization: Bearer <key>``), checked by
 :class:`~omoide.server.auth.KeyAuthMiddleware` before the MCP session sees the request.
 
-Tools: ``remember``, ``search_episodes``, ``store_knowledge``, ``search_knowledge``, ``pin``,
-``get_procedure``, ``report_outcome``. Resources: ``omoide://stats`` and
+Tools: ``remember``, ``recall``, ``search_episodes``, ``store_knowledge``, ``search_knowledge``,
+``pin``, ``get_procedure``, ``report_outcome``, ``forget_dry_run``, ``cache_information``,
+``get_cached_information``. Resources: ``omoide://stats`` and
 ``omoide://stats/{layer}`` (counts and sizes of what the agent may read).
 """
 
@@ -52,6 +53,8 @@ T = TypeVar("T")
 
 INSTRUCTIONS = """\
 omoide is your long-term memory, shared with the other agents you work with.
+- To remember anything relevant to a question, call `recall`: it searches every layer and
+  returns a ready-to-read context within a token budget.
 - After something worth remembering happens (a decision, an error and its fix, feedback from
   a human, a success), call `remember`. Later, `search_episodes` finds it again.
 - For reference knowledge (documentation, facts, how things work) use `store_knowledge` and
@@ -59,6 +62,8 @@ omoide is your long-term memory, shared with the other agents you work with.
 - Before a routine task, `get_procedure` returns the best known way to do it; afterwards,
   `report_outcome` says how it went, so better procedures win.
 - `pin` keeps an instruction in your working context for the whole session.
+- Information fetched from outside goes to `cache_information` with a time to live;
+  `get_cached_information` returns it while it is fresh.
 Japanese and English both work, in stored text and in queries.
 """
 
@@ -256,6 +261,69 @@ def create_mcp_server(operations: OperationsFor) -> MCPServer:
     ) -> dict[str, Any]:
         """Report how following a procedure went; better procedures are chosen more often."""
         return call(lambda ops: ops.report_outcome(name, quality_score, success))
+
+    @server.tool(annotations=reads)
+    def recall(
+        query: Annotated[
+            str, Field(description="What you need to remember, in any language; may say when.")
+        ],
+        budget_tokens: Annotated[
+            int | None,
+            Field(ge=50, le=100_000, description="Token budget of the context (default 2,000)."),
+        ] = None,
+        session_id: Annotated[
+            str | None, Field(description="Your working session, to include its pins.")
+        ] = None,
+    ) -> dict[str, Any]:
+        """Recall everything relevant to a question from all of your memory at once.
+
+        Searches episodes, knowledge, procedures and your working session, ranks what it
+        finds and packs it into a token budget. Returns `context` (text ready to read, each
+        item attributed to its author) and `items` (with layer, id and why each was chosen).
+        Time expressions such as "last week" or "先週" narrow the search. Prefer this tool
+        when you do not know where an answer is stored.
+        """
+        return call(
+            lambda ops: ops.recall(query, session_id=session_id, budget_tokens=budget_tokens)
+        )
+
+    @server.tool(annotations=reads)
+    def forget_dry_run() -> dict[str, Any]:
+        """Preview what the forgetting policies would delete, archive or compress now.
+
+        Changes nothing. Lists, per policy, the items it would act on (only those you may
+        read) and why, and the ones it would leave alone (never-forget items are always
+        kept). Use it before asking an operator to run forgetting.
+        """
+        return call(lambda ops: ops.forget(dry_run=True))
+
+    @server.tool(annotations=writes)
+    def cache_information(
+        key: Annotated[str, Field(description="The URL or a key naming the information.")],
+        content: Annotated[str, Field(description="The text fetched (an answer, a page).")],
+        source: Annotated[str, Field(description="Where it came from (URL, API name).")],
+        ttl_days: Annotated[
+            float, Field(gt=0, le=36_500, description="Days it stays valid.")
+        ] = 7.0,
+        scope: Annotated[
+            str | None, Field(description="'global' (default), 'private' or 'agent:NAME,...'.")
+        ] = None,
+    ) -> dict[str, Any]:
+        """Keep information fetched from outside (web page, API answer) for a limited time.
+
+        It becomes searchable with search_knowledge until it expires; caching the same key
+        again replaces it. Use get_cached_information to check whether a fresh copy exists
+        before fetching again.
+        """
+        return call(lambda ops: ops.cache(key, content, ttl_days, source, scope=scope))
+
+    @server.tool(annotations=reads)
+    def get_cached_information(
+        key: Annotated[str, Field(description="The URL or key it was cached under.")],
+    ) -> dict[str, Any]:
+        """Return the unexpired cached copy of outside information, or an error if there is
+        none (then fetch it and call cache_information)."""
+        return call(lambda ops: ops.cached(key))
 
     @server.resource(
         "omoide://stats",

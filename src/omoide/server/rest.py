@@ -7,9 +7,11 @@ answers without a key and ``/openapi.json`` describes the API. With the MCP endp
 
 Every ``/v1`` route needs ``Authorization: Bearer <key>`` (``omoide keys add AGENT``). The key
 decides the agent: writes are recorded as it, reads see what its scopes allow, and only its
-owner may change an item. Route handlers are synchronous, so FastAPI runs them on its thread
-pool; the library serializes what SQLite needs serialized, and the MCP tools share the same
-``Memory``. Errors map to status codes in one place, :data:`STATUS_CODES`.
+owner may change an item. Routes of the pipelines (recall, distill, forget, maintain, audit,
+restore, index, cache) are in :mod:`omoide.server.pipeline_routes`. Route handlers are
+synchronous, so FastAPI runs them on its thread pool; the library serializes what SQLite
+needs serialized, and the MCP tools share the same ``Memory``. Errors map to status codes
+in one place, :data:`STATUS_CODES`.
 """
 
 from __future__ import annotations
@@ -42,8 +44,10 @@ from ..errors import (
 )
 from ..memory import Memory
 from ..operations import LocalOperations
+from ..scheduler import BackgroundMaintenance
 from . import schemas as s
 from .auth import caller_for_key, safe_text
+from .pipeline_routes import pipeline_routers
 
 __all__ = ["DEFAULT_PORT", "STATUS_CODES", "create_app", "serve", "status_of"]
 
@@ -390,10 +394,15 @@ def _problem_response(problems: list[dict[str, Any]]) -> JSONResponse:
     return JSONResponse(status_code=422, content={"detail": problems})
 
 
-def create_app(mem: Memory, *, mcp: bool = True, host: str = "127.0.0.1") -> FastAPI:
+def create_app(
+    mem: Memory, *, mcp: bool = True, host: str = "127.0.0.1", maintenance: bool = False
+) -> FastAPI:
     """The REST API (and, with ``mcp``, the MCP endpoint at ``/mcp``) over ``mem``.
 
-    The app does not close ``mem``: whoever opened it does.
+    With ``maintenance``, the daily job (``distill.schedule``) runs in a background thread
+    of this process while the app serves: the server owns the data directory, so a
+    separate ``python -m omoide.scheduler`` could not open it. The app does not close
+    ``mem``: whoever opened it does.
     """
     mcp_server = None
     routes = []
@@ -405,11 +414,19 @@ def create_app(mem: Memory, *, mcp: bool = True, host: str = "127.0.0.1") -> Fas
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        if mcp_server is None:
-            yield
-        else:
-            async with mcp_server.session_manager.run():
+        background = BackgroundMaintenance(mem) if maintenance else None
+        app.state.maintenance = background
+        if background is not None:
+            background.start()
+        try:
+            if mcp_server is None:
                 yield
+            else:
+                async with mcp_server.session_manager.run():
+                    yield
+        finally:
+            if background is not None:
+                background.stop()
 
     app = FastAPI(
         title="omoide",
@@ -421,15 +438,19 @@ def create_app(mem: Memory, *, mcp: bool = True, host: str = "127.0.0.1") -> Fas
         redoc_url=None,
     )
     app.state.memory = mem
-    for build in (
-        _episodes_router,
-        _semantic_router,
-        _procedural_router,
-        _working_router,
-        _store_router,
-    ):
+    routers = [
+        build()
+        for build in (
+            _episodes_router,
+            _semantic_router,
+            _procedural_router,
+            _working_router,
+            _store_router,
+        )
+    ]
+    for router in [*routers, *pipeline_routers(_operations)]:
         app.include_router(
-            build(),
+            router,
             prefix="/v1",
             responses=_ERROR_RESPONSES,
             dependencies=[Depends(_strict_query)],
@@ -490,8 +511,11 @@ def serve(
     port: int = DEFAULT_PORT,
     mcp: bool = True,
     log_level: str = "info",
+    maintenance: bool = True,
 ) -> None:
-    """Run the server until interrupted (uvicorn, one process owning ``mem``)."""
+    """Run the server until interrupted (uvicorn, one process owning ``mem``), with the daily
+    maintenance in a background thread unless ``maintenance`` is False."""
     import uvicorn
 
-    uvicorn.run(create_app(mem, mcp=mcp, host=host), host=host, port=port, log_level=log_level)
+    app = create_app(mem, mcp=mcp, host=host, maintenance=maintenance)
+    uvicorn.run(app, host=host, port=port, log_level=log_level)

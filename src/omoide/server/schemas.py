@@ -147,12 +147,22 @@ class EpisodeUpdate(_Request):
 
 
 class Collection(BaseModel):
+    """A collection's policy beside its usage; whole-store figures only for admin keys."""
+
     name: str
     purpose: str
-    retention_days: int | None
+    retention_days: int | None = Field(description="days a document is kept; null: forever")
     max_docs: int
-    on_full: str
-    documents: int
+    on_full: str = Field(description="at the cap: refuse, or archive_lowest (by maintenance)")
+    update_freq: str
+    documents: int = Field(description="active documents this key's agent may read")
+    full: bool = Field(description="the cap is reached")
+    pending: int | None = None
+    archived: int | None = None
+    compressed: int | None = None
+    expired: int | None = Field(None, description="expired cache entries awaiting maintenance")
+    chunks: int | None = None
+    usage: float | None = Field(None, description="share of the cap in use")
 
 
 class StoreRequest(_Request):
@@ -349,6 +359,8 @@ class PinRequest(_Request):
 class CollectionStats(BaseModel):
     documents: int
     bytes: int
+    max_docs: int = Field(description="the collection's cap")
+    full: bool = Field(description="the cap is reached (counting every document)")
 
 
 class SemanticStats(BaseModel):
