@@ -355,16 +355,10 @@ def summary(result: CrashResult) -> list[tuple[str, object]]:
     return [
         ("SIGKILLs", result.kills),
         ("kills survived (store opened, every check passed)", result.survived),
-        (
-            "writes acknowledged",
-            f"{acked} ({kinds})",
-        ),
+        ("writes acknowledged", f"{acked} ({kinds})"),
         ("acknowledged writes lost", result.lost),
         ("problems found", len(result.problems)),
-        (
-            "distilled episodes / knowledge documents at the end",
-            " / ".join(map(str, result.final_marks)),
-        ),
+        ("distilled episodes / knowledge documents at the end", marks),
         ("open + recovery, median s", f"{opens[len(opens) // 2]:.2f}" if opens else "-"),
         ("wall time, s", f"{result.seconds:.0f}"),
     ]
