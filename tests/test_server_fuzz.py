@@ -15,6 +15,7 @@ documented 422 that names the field.
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 import pytest
@@ -26,7 +27,9 @@ from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from conftest import LiveServer
 
-MAX_EXAMPLES = 12
+#: Examples per operation and mode; ``OMOIDE_FUZZ_EXAMPLES`` raises it (the full run in
+#: ``bench/reliability.py`` does).
+MAX_EXAMPLES = int(os.environ.get("OMOIDE_FUZZ_EXAMPLES", "12"))
 
 
 @schemathesis.serializer("application/x-ndjson")
