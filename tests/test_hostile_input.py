@@ -338,6 +338,36 @@ def test_sql_and_fts_metacharacters_are_data(store: Memory, text: str) -> None:
     assert _snapshot(store)[0] >= 1
 
 
+# -- regressions: bugs the fuzzing found ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("where", "where_document", "field"),
+    [
+        ({"topic": math.nan}, None, "where.topic"),
+        ({"topic": {"$gt": math.inf}}, None, "where.topic.$gt"),
+        ({"topic": {"$in": [1, None]}}, None, "where.topic.$in"),
+        (None, {"$regex": "("}, "where_document"),
+        (None, {"$contains": 5}, "where_document.$contains"),
+    ],
+)
+def test_filters_chroma_refuses_are_validation_errors(
+    store: Memory, where: Any, where_document: Any, field: str
+) -> None:
+    """NaN, non-scalar operands and bad regexes reached Chroma and came back as its own
+    exceptions (InvalidArgumentError is not a ValueError)."""
+    with pytest.raises(ValidationError) as caught:
+        store.semantic.query("knowledge", "pricing", 3, where, where_document)
+    assert caught.value.field == field
+
+
+def test_rollback_to_a_version_beyond_sqlite_integers_is_not_found(store: Memory) -> None:
+    """A version past 2**63 raised OverflowError from the SQLite driver."""
+    store.procedural.register("rollback-probe", "probe", "steps", exist_ok=True)
+    with pytest.raises(NotFoundError):
+        store.procedural.rollback("rollback-probe", 10**30)
+
+
 # -- policy conditions -----------------------------------------------------------------------
 
 condition_words = st.sampled_from(
