@@ -81,7 +81,7 @@ def run_fuzz(examples: int) -> tuple[list[tuple[str, str, str]], str, float]:
         if test:
             current = test.group(0).rstrip(":")
             continue
-        counts = re.search(r"(\d+) passing examples?, (\d+) failing examples?", line)
+        counts = re.search(r"(\d+) passing(?: examples?)?, (\d+) failing", line)
         if counts and current:
             rows.append((current.split("::")[1], counts.group(1), counts.group(2)))
             current = None
