@@ -298,6 +298,7 @@ def run(kills: int, seed: int, directory: Path, *, max_delay: float = 4.0) -> Cr
     rng = random.Random(seed)
     result = CrashResult()
     acks: dict[str, Any] = {"episode": [], "document": [], "knowledge": [], "audit": 0}
+    directory.parent.mkdir(parents=True, exist_ok=True)
     acks_path = directory.parent / f"{directory.name}.acks.json"
     started = time.monotonic()
     for index in range(kills + 1):
