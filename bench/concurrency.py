@@ -184,15 +184,19 @@ def rest_client(url: str, key: str, agent: str, ops: int) -> dict[str, Any]:
                 raise RuntimeError(f"HTTP {response.status_code}: {response.text[:200]}")
             return response.json()
 
+        fresh: list[str] = []  # read back only these: maintenance may forget the old ones
         for i in range(ops):
             kind = i % 5
             if kind == 0:
                 body: dict[str, Any] = {"event_type": "decision", "description": _text(agent, i)}
-                if i % 2:  # old enough to be distilled or forgotten while the load runs
+                old = bool(i % 2)
+                if old:  # old enough to be distilled or forgotten while the load runs
                     body |= {"timestamp": f"2025-0{1 + i % 6}-15T09:00:00Z", "importance": 0.3}
                 got = tally.timed(ok, "POST", "/v1/episodes", body)
                 if got is not None:
                     tally.episodes.append(got["id"])
+                    if not old:
+                        fresh.append(got["id"])
             elif kind == 1:
                 doc_id = f"{agent}-doc-{i}"
                 body = {"documents": [_text(agent, i)], "ids": [doc_id]}
@@ -202,8 +206,8 @@ def rest_client(url: str, key: str, agent: str, ops: int) -> dict[str, Any]:
             elif kind == 2:
                 body = {"query": "価格 deploy", "top_k": 5}
                 tally.timed(ok, "POST", "/v1/episodes/search", body)
-            elif kind == 3 and tally.episodes:
-                last = tally.episodes[-1]
+            elif kind == 3 and fresh:
+                last = fresh[-1]
                 tally.timed(ok, "GET", f"/v1/episodes/{last}")
             else:
                 body = {"query_text": "search index rebuilt", "n_results": 3}
