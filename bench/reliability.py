@@ -31,6 +31,22 @@ FUZZ_FILES = (
     "tests/test_server_fuzz.py",
 )
 PYTEST_OPTIONS = ("--hypothesis-show-statistics", "-W", "ignore")
+#: What the full runs showed and is not resolved.
+OPEN = [
+    "At 100 examples per operation, schemathesis reported one contract failure on "
+    "`POST /v1/episodes` that did not reproduce when Hypothesis replayed it (a FlakyFailure, "
+    "so it depends on the state earlier operations left in the shared server); it did not "
+    "reproduce in a run of that operation alone. The test now prints the underlying "
+    "failures so the next full run names it. CI size (12 examples) passes.",
+    "In the crash run the kill usually landed before a worker's forget() returned, so few "
+    "or no audit rows were acknowledged; the audit rows forgetting did write (hundreds) were "
+    "checked after every kill against the state of their items (deleted items absent, "
+    "archived archived, compressed compressed), and 200 acknowledged episodes it deleted "
+    "were accounted for by their audit rows.",
+    "Latency p95 under 24 clients is dominated by the two shared cores (embedding runs on "
+    "the server's CPU for every write and search); the counts, not the latencies, are the "
+    "result here.",
+]
 #: Bugs the hostile-input and crash runs found, fixed in the library with a regression test.
 FOUND_AND_FIXED: list[tuple[str, str]] = [
     (
@@ -125,9 +141,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fuzz-examples", type=int, default=200)
     parser.add_argument(
         "--only",
-        choices=PARTS,
+        choices=(*PARTS, "report"),
         action="append",
-        help="run only this part (repeatable); "
+        help="run only this part (repeatable; report: none, rewrite the section); "
         "the other parts' figures already in RESULTS.md are kept",
     )
     parser.add_argument("--no-write", action="store_true", help="print, do not touch RESULTS.md")
@@ -183,6 +199,7 @@ def main(argv: list[str] | None = None) -> int:
             f"`python -m bench.reliability` — {machine()}. Taken on a shared machine (two "
             "cores, other jobs running): latencies are noisy; the counts are not.",
             *(parts[p] for p in PARTS if p in parts),
+            "### Open\n\n" + "\n".join(f"- {item}" for item in OPEN),
             "### Failures found and fixed\n\n"
             + (
                 table(["bug", "fix and regression test"], FOUND_AND_FIXED)

@@ -74,5 +74,6 @@ def test_the_api_keeps_its_contract(
             # An operation without parameters or body has no invalid form to generate.
             assert mode is GenerationMode.NEGATIVE, operation.label
         except (Exception, BaseExceptionGroup) as exc:  # try every operation, report all
-            failures.append(f"{operation.label}: {type(exc).__name__}: {exc}")
+            causes = "; ".join(f"{type(e).__name__}: {e}" for e in getattr(exc, "exceptions", ()))
+            failures.append(f"{operation.label}: {type(exc).__name__}: {exc} {causes}")
     assert not failures, "\n\n".join(failures)
