@@ -15,6 +15,7 @@ documented 422 that names the field.
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 import pytest
@@ -26,7 +27,9 @@ from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from conftest import LiveServer
 
-MAX_EXAMPLES = 12
+#: Examples per operation and mode; ``OMOIDE_FUZZ_EXAMPLES`` raises it (the full run in
+#: ``bench/reliability.py`` does).
+MAX_EXAMPLES = int(os.environ.get("OMOIDE_FUZZ_EXAMPLES", "12"))
 
 
 @schemathesis.serializer("application/x-ndjson")
@@ -71,5 +74,6 @@ def test_the_api_keeps_its_contract(
             # An operation without parameters or body has no invalid form to generate.
             assert mode is GenerationMode.NEGATIVE, operation.label
         except (Exception, BaseExceptionGroup) as exc:  # try every operation, report all
-            failures.append(f"{operation.label}: {type(exc).__name__}: {exc}")
+            causes = "; ".join(f"{type(e).__name__}: {e}" for e in getattr(exc, "exceptions", ()))
+            failures.append(f"{operation.label}: {type(exc).__name__}: {exc} {causes}")
     assert not failures, "\n\n".join(failures)

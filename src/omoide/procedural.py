@@ -220,6 +220,8 @@ class ProceduralMemory:
         name = check_name("name", name)
         if isinstance(version, bool) or not isinstance(version, int):
             raise ValidationError("version", f"expected an integer, got {version!r}")
+        if not -(2**63) <= version < 2**63:  # beyond SQLite's integers: no such version
+            raise NotFoundError("procedure version", f"{name} v{version}")
         now = to_timestamp(self._clock.now())
         with self._db.transaction() as conn:
             if not conn.execute("SELECT 1 FROM procedures WHERE name=?", (name,)).fetchone():

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -124,10 +125,27 @@ def _check_where(value: Any, field: str, operators: set[str], depth: int = 0) ->
         elif key.startswith("_"):
             raise ValidationError(f"{field}.{key}", "keys starting with '_' are reserved")
         elif isinstance(item, Mapping):
-            for op in item:
+            for op, operand in item.items():
                 if op not in _FIELD_OPERATORS:
                     raise ValidationError(f"{field}.{key}.{op}", "unknown operator")
+                _check_operand(f"{field}.{key}.{op}", operand)
+        else:
+            _check_operand(f"{field}.{key}", item)
+    if operators is _DOC_OPERATORS:
+        for key, item in value.items():
+            if key not in ("$and", "$or") and not isinstance(item, str):
+                raise ValidationError(f"{field}.{key}", "expected a string")
     return dict(value)
+
+
+def _check_operand(field: str, value: Any) -> None:
+    """A filter operand: a string, a finite number, a boolean, or a list of them."""
+    items = value if isinstance(value, list) else [value]
+    for item in items:
+        if isinstance(item, float) and not math.isfinite(item):
+            raise ValidationError(field, "expected a finite number")
+        if not isinstance(item, str | int | float | bool):
+            raise ValidationError(field, f"expected a string, number or boolean, got {item!r}")
 
 
 class SemanticStore:
@@ -556,8 +574,14 @@ class SemanticStore:
                 where_document=doc_filter,
                 include=["documents", "metadatas", "distances"],
             )
-        except ValueError as exc:  # Chroma's own validation of filters
-            raise ValidationError("where", str(exc)) from None
+        except Exception as exc:  # Chroma's own validation of filters (e.g. a bad regex)
+            from chromadb.errors import InvalidArgumentError
+
+            if not isinstance(exc, ValueError | InvalidArgumentError):
+                raise
+            about = str(exc).lower()
+            field = "where_document" if "regex" in about or "document" in about else "where"
+            raise ValidationError(field, str(exc)) from None
         live = self._live_versions(
             collection,
             [

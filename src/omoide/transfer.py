@@ -229,8 +229,11 @@ class _Column:
 def _table_columns(mem: Memory, table: str) -> dict[str, _Column]:
     assert mem.db is not None
     columns = {}
-    for r in mem.db.query(f"PRAGMA table_info({table})"):
-        integer_pk = bool(r["pk"]) and str(r["type"]).upper() == "INTEGER"
+    info = mem.db.query(f"PRAGMA table_info({table})")
+    single_pk = sum(1 for r in info if r["pk"]) == 1
+    for r in info:
+        # Only a lone INTEGER PRIMARY KEY is the rowid, filled in when missing.
+        integer_pk = single_pk and bool(r["pk"]) and str(r["type"]).upper() == "INTEGER"
         required = bool(r["notnull"]) and r["dflt_value"] is None and not integer_pk
         columns[r["name"]] = _Column(r["name"], str(r["type"]).upper(), required)
     return columns
@@ -311,7 +314,9 @@ def _check_record(
     for col in columns.values():
         value = row.get(col.name)
         if value is None:
-            if col.required and not (col.name == "embedding" and section.kind == "episode"):
+            # A document's state decides how it is imported: it has to be given.
+            needed = col.required or (section.kind == "document" and col.name == "state")
+            if needed and not (col.name == "embedding" and section.kind == "episode"):
                 raise ValidationError(f"{where}.{col.name}", "is required")
             continue
         field_name = f"{where}.{col.name}"
