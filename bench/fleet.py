@@ -47,6 +47,7 @@ def report(run: FleetRun, wall_seconds: float, *, partial: bool) -> str:
         else f"{run.days_done} simulated days. "
     )
     per_variant = ", ".join(f"{v} {r.wall_seconds / 60:.1f} min" for v, r in run.runs.items())
+    per_variant += "; the first variant embeds every passage once for both"
     policy = FLEET_POLICIES[0]
     return "\n\n".join(
         [
