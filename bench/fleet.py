@@ -107,7 +107,9 @@ def plot(run: FleetRun, directory: Path = PLOTS) -> list[Path]:
             for variant, vrun in run.runs.items():
                 xs, ys = series_of(vrun, key)  # type: ignore[operator]
                 if len(xs):
-                    ax.plot(xs, ys, label=variant, color=styles.get(variant), marker=None)
+                    # The baseline dashed, so that equal series stay visible (never-forget).
+                    dash = "--" if variant == "baseline" else "-"
+                    ax.plot(xs, ys, dash, label=variant, color=styles.get(variant))
             ax.set_ylabel(label)
             ax.grid(alpha=0.3)
             ax.legend(loc="best", fontsize=8)
