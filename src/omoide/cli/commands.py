@@ -136,6 +136,22 @@ def _demo(args: argparse.Namespace, out: Output) -> int:
     return 0
 
 
+def _simulate(args: argparse.Namespace, out: Output) -> int:
+    import tempfile
+
+    from ..simulation.runner import SUMMARY_HEADERS, simulate, summary_rows
+
+    def progress(run: Any, day: int) -> None:
+        if (day + 1) % 10 == 0:
+            out.line(f"day {day + 1} of {run.days}")
+
+    with tempfile.TemporaryDirectory(prefix="omoide-simulate-") as tmp:
+        run = simulate(args.sim_dir or tmp, days=args.days, seed=args.seed, progress=progress)
+    rows = [dict(zip(SUMMARY_HEADERS, row, strict=True)) for row in summary_rows(run)]
+    out.table(rows, [(h, h) for h in SUMMARY_HEADERS], title="fleet simulation")
+    return 0
+
+
 def _init(args: argparse.Namespace, out: Output) -> int:
     from ..memory import CONFIG_NAME, Memory, resolve_path
 
@@ -312,6 +328,17 @@ COMMANDS: list[Command] = [
             ),
         ),
         raw=_demo,
+        common=False,
+    ),
+    Command(
+        "simulate",
+        "play the seeded 24-agent fleet with and without forgetting, and compare them",
+        (
+            arg("--days", type=_positive, default=60, help="simulated days (default: 60)"),
+            arg("--seed", type=int, default=7, help="scenario seed (default: 7)"),
+            arg("--dir", dest="sim_dir", help="keep both stores here (default: a temporary dir)"),
+        ),
+        raw=_simulate,
         common=False,
     ),
     Command("init", "create a data directory (and a commented omoide.toml)", raw=_init),
