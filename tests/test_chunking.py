@@ -71,3 +71,21 @@ def test_short_text_is_one_chunk(counter: E5TokenCounter) -> None:
     assert chunk_text("短い。", max_tokens=50, count=counter.count) == ["短い。"]
     with pytest.raises(ValueError):
         chunk_text("x", max_tokens=0, count=counter.count)
+
+
+def test_a_long_unbroken_text_is_cut_in_linear_time(counter: E5TokenCounter) -> None:
+    """A long run of one letter (no sentence, clause or space breaks) is cut into pieces
+    within the budget that restore the text; measuring only a window per piece keeps the
+    number of token counts proportional to the pieces, not to the text's length squared."""
+    text = "a" * 200_000
+    calls = 0
+
+    def counting(value: str) -> int:
+        nonlocal calls
+        calls += 1
+        return counter.count(value)
+
+    chunks = chunk_text(text, max_tokens=500, overlap_tokens=0, count=counting)
+    assert "".join(chunks) == text
+    assert all(counter.count(c) <= 500 for c in chunks)
+    assert calls < 40 * len(chunks)

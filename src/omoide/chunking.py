@@ -42,22 +42,35 @@ def split_sentences(text: str) -> list[str]:
     return _split_after(_SENTENCE_END, text)
 
 
+#: Characters measured per token of budget when cutting unbroken text. Tokens rarely span
+#: more (XLM-R cuts a run of one letter every ~5); when the whole window fits, the piece is
+#: just shorter than it could be, never over budget.
+_MAX_CHARS_PER_TOKEN = 8
+
+
 def _hard_split(text: str, max_tokens: int, count: Counter) -> list[str]:
-    """Cut text with no usable breaks at the longest prefixes that fit."""
+    """Cut text with no usable breaks at the longest prefixes that fit.
+
+    Only a window of the text is measured for each piece, so a long unbroken text (a megabyte
+    of one letter) costs time linear in its length, not quadratic.
+    """
+    window = max(1, max_tokens) * _MAX_CHARS_PER_TOKEN
     parts: list[str] = []
     rest = text
     while rest:
-        if count(rest) <= max_tokens:
-            parts.append(rest)
-            break
-        lo, hi = 1, len(rest)
+        head = rest[:window]
+        if count(head) <= max_tokens:
+            parts.append(head)
+            rest = rest[len(head) :]
+            continue
+        lo, hi = 1, len(head)
         while lo < hi:  # longest prefix within budget (at least one character)
             mid = (lo + hi + 1) // 2
-            if count(rest[:mid]) <= max_tokens:
+            if count(head[:mid]) <= max_tokens:
                 lo = mid
             else:
                 hi = mid - 1
-        parts.append(rest[:lo])
+        parts.append(head[:lo])
         rest = rest[lo:]
     return parts
 
