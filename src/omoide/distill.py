@@ -10,6 +10,19 @@ candidate pool so that one topic is not split across batches. A cluster of at le
 (``decisions``) with its sources, category and confidence, and its episodes are marked
 distilled. Seeds whose cluster is too small stay candidates: later episodes may join them.
 
+**One document per topic.** A seed as similar as that to an episode already distilled (and
+still present) joins that episode's knowledge instead of starting a new document: the
+document is extracted again from its sources still present plus the newcomers and rewritten
+under the same id, its ``episode_count`` and ``source_episodes`` growing. So a topic that
+recurs every night is one document that stays current, not one more document per night —
+even one or two newcomers join (they need no cluster of their own).
+
+**Identifiers are never merged.** Episodes join a cluster (or a topic) only if they name the
+same identifiers: every token with a digit — incident codes (``E-04512``), invoice numbers,
+versions, amounts, quarters (``Q3``). Two incidents that read alike but carry different
+codes are different memories: one summary naming one code would stand for both and answer
+for neither.
+
 **Similarity is calibrated.** Raw cosines of multilingual-e5-small are squashed (unrelated
 passages score 0.78-0.88, paraphrases 0.94-0.98), so the 0.7 threshold is applied to
 :meth:`Embedder.calibrate` (passage kind), which maps the model's "unrelated" floor (0.80) to 0
@@ -31,9 +44,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -54,6 +69,19 @@ __all__ = ["DistillReport", "Distiller", "SkippedCluster", "knowledge_id"]
 
 #: After this many extraction failures in a row the run stops asking (endpoint down).
 MAX_CONSECUTIVE_FAILURES = 3
+
+
+#: A token that names something specific: ASCII letters and digits, possibly joined by
+#: ``-`` ``.`` ``,`` ``:`` or ``/``, with at least one digit (``E-04512``, ``2.3.1``,
+#: ``1,200``, ``Q3``).
+_IDENTIFIER = re.compile(r"[A-Za-z0-9]+(?:[-.,:/][A-Za-z0-9]+)*")
+
+
+def identifiers(text: str) -> frozenset[str]:
+    """The identifiers ``text`` names (case-folded); see the module docstring."""
+    return frozenset(
+        token.casefold() for token in _IDENTIFIER.findall(text) if any(c.isdigit() for c in token)
+    )
 
 
 def knowledge_id(source_ids: Sequence[str]) -> str:
@@ -82,6 +110,8 @@ class DistillReport:
     knowledge_written: list[str] = field(default_factory=list)
     #: Ids of knowledge documents found already written (an interrupted run, completed).
     knowledge_existing: list[str] = field(default_factory=list)
+    #: Ids of existing knowledge documents rewritten with newcomers on their topic.
+    knowledge_updated: list[str] = field(default_factory=list)
     #: Episodes marked distilled by this run.
     episodes_marked: int = 0
     #: Seeds whose cluster was too small (they stay candidates).
@@ -94,13 +124,22 @@ class DistillReport:
 
 @dataclass
 class _Pool:
-    """Candidates of one scope group, with unit vectors, most important first."""
+    """Candidates of one scope group, with unit vectors, most important first; and the
+    episodes of the group already distilled, whose documents newcomers may join."""
 
     episodes: list[Episode]
     vectors: npt.NDArray[np.float32]
     free: npt.NDArray[np.bool_]
+    #: Identifier-set label of each candidate (equal labels: the same identifiers).
+    labels: npt.NDArray[np.int64]
     owner: str
     scope: str
+    known_ids: list[str] = field(default_factory=list)
+    known_docs: list[str] = field(default_factory=list)
+    known_vectors: npt.NDArray[np.float32] = field(
+        default_factory=lambda: np.zeros((0, 0), dtype=np.float32)
+    )
+    known_labels: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
 
 class Distiller:
@@ -156,6 +195,21 @@ class Distiller:
                     report.complete = False
                     report.seconds = self._clock.monotonic() - started
                     return report
+                topic = self._topic_of(pool, i)
+                if topic is not None:
+                    members = self._members(pool, i)
+                    pool.free[members] = False
+                    if failures >= MAX_CONSECUTIVE_FAILURES:
+                        report.skipped.append(
+                            SkippedCluster(
+                                tuple(sorted(pool.episodes[int(m)].id for m in members)),
+                                f"not attempted: the extractor failed {failures} times in a row",
+                            )
+                        )
+                        continue
+                    outcome = self._fold(topic, members, pool, report)
+                    failures = 0 if outcome else failures + 1
+                    continue
                 cluster = self._grow(pool, i)
                 if cluster is None:
                     pool.free[i] = False
@@ -176,7 +230,8 @@ class Distiller:
         return report
 
     def _pools(self) -> list[_Pool]:
-        """The candidates, grouped by scope (and owner for private scopes)."""
+        """The candidates, grouped by scope (and owner for private scopes), each group with
+        its episodes already distilled into a live document of the collection."""
         threshold = self.config.freshness_threshold
         now = self._clock.now()
         rows = self._db.query(
@@ -190,22 +245,43 @@ class Distiller:
                 continue
             owner = episode.agent_name if episode.scope == PRIVATE else ""
             groups[(episode.scope, owner)].append((episode, by_id[episode.id]["embedding"]))
+        known: dict[tuple[str, str], list[Any]] = defaultdict(list)
+        for row in self._db.query(
+            "SELECT e.id, e.embedding, e.description, e.outcome, e.scope, e.agent_name, "
+            "e.distilled_into FROM episodes e JOIN semantic_docs d "
+            "ON d.collection = ? AND d.id = e.distilled_into "
+            "WHERE e.distilled_at IS NOT NULL AND e.state IN ('active', 'compressed') "
+            "AND d.state IN ('active', 'compressed') ORDER BY e.rowid",
+            (self.config.collection,),
+        ):
+            owner = row["agent_name"] if row["scope"] == PRIVATE else ""
+            if (row["scope"], owner) in groups:
+                known[(row["scope"], owner)].append(row)
+        labels: dict[frozenset[str], int] = {}
+
+        def label(description: str, outcome: str | None) -> int:
+            return labels.setdefault(identifiers(f"{description}\n{outcome or ''}"), len(labels))
+
         pools = []
         for (scope, owner), members in sorted(groups.items()):
             members.sort(key=lambda m: _rank(m[0]))
-            matrix = np.frombuffer(b"".join(m[1] for m in members), dtype=np.float32)
-            vectors = matrix.reshape(len(members), -1).copy()
-            norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-            norms[norms == 0] = 1.0
-            pools.append(
-                _Pool(
-                    episodes=[m[0] for m in members],
-                    vectors=vectors / norms,
-                    free=np.ones(len(members), dtype=bool),
-                    owner=owner,
-                    scope=scope,
-                )
+            pool = _Pool(
+                episodes=[m[0] for m in members],
+                vectors=_unit(b"".join(m[1] for m in members), len(members)),
+                free=np.ones(len(members), dtype=bool),
+                labels=np.array([label(e.description, e.outcome) for e, _ in members]),
+                owner=owner,
+                scope=scope,
             )
+            settled = known.get((scope, owner), [])
+            if settled:
+                pool.known_ids = [r["id"] for r in settled]
+                pool.known_docs = [r["distilled_into"] for r in settled]
+                pool.known_vectors = _unit(b"".join(r["embedding"] for r in settled), len(settled))
+                pool.known_labels = np.array(
+                    [label(r["description"], r["outcome"]) for r in settled]
+                )
+            pools.append(pool)
         return pools
 
     def _fetch(self, ids: Sequence[str]) -> list[Episode]:
@@ -215,24 +291,38 @@ class Distiller:
             out.extend(self._episodic._fetch(f"id IN ({','.join('?' * len(part))})", part))
         return out
 
-    def _grow(self, pool: _Pool, seed: int) -> Cluster | None:
-        """The cluster seeded by ``pool.episodes[seed]``, or None if it is too small."""
+    def _members(self, pool: _Pool, seed: int) -> npt.NDArray[np.intp]:
+        """The free candidates similar enough to ``pool.episodes[seed]`` and naming the same
+        identifiers, the seed first."""
         cosines = pool.vectors @ pool.vectors[seed]
         similar = np.asarray(self._embedder.calibrate(cosines, "passage"), dtype=np.float32)
-        members = np.flatnonzero(pool.free & (similar > self.config.similarity_threshold))
-        members = np.concatenate(([seed], members[members != seed]))
+        members = np.flatnonzero(
+            pool.free
+            & (similar > self.config.similarity_threshold)
+            & (pool.labels == pool.labels[seed])
+        )
+        return np.concatenate(([seed], members[members != seed])).astype(np.intp)
+
+    def _topic_of(self, pool: _Pool, seed: int) -> str | None:
+        """The document of the already-distilled episode most similar to the seed (above the
+        threshold, same identifiers), or None: the seed then starts a topic of its own."""
+        if not pool.known_ids:
+            return None
+        cosines = pool.known_vectors @ pool.vectors[seed]
+        similar = np.asarray(self._embedder.calibrate(cosines, "passage"), dtype=np.float32)
+        similar[pool.known_labels != pool.labels[seed]] = -np.inf
+        best = int(np.argmax(similar))
+        if not similar[best] > self.config.similarity_threshold:
+            return None
+        return pool.known_docs[best]
+
+    def _grow(self, pool: _Pool, seed: int) -> Cluster | None:
+        """The cluster seeded by ``pool.episodes[seed]``, or None if it is too small."""
+        members = self._members(pool, seed)
         if len(members) < self.config.min_episodes_for_cluster:
             return None
         pool.free[members] = False
-        block = pool.vectors[members]
-        pairwise = np.asarray(self._embedder.calibrate(block @ block.T, "passage"))
-        central = int(np.argmax(pairwise.mean(axis=1)))
-        cohesion = float(pairwise[central].mean())
-        return Cluster(
-            episodes=tuple(pool.episodes[int(m)] for m in members),
-            representative=central,
-            cohesion=cohesion,
-        )
+        return _cluster([pool.episodes[int(m)] for m in members], pool.vectors[members], self)
 
     def _distill_cluster(self, cluster: Cluster, pool: _Pool, report: DistillReport) -> bool:
         """Write the cluster's knowledge (unless it exists) and mark its episodes.
@@ -275,6 +365,78 @@ class Distiller:
             return True
         report.knowledge_written.append(doc_id)
         report.episodes_marked += self._mark(collection, doc_id, cluster.source_ids)
+        return True
+
+    def _fold(
+        self,
+        doc_id: str,
+        members: npt.NDArray[np.intp],
+        pool: _Pool,
+        report: DistillReport,
+    ) -> bool:
+        """Rewrite the knowledge ``doc_id`` with the newcomers ``members`` on its topic and mark
+        them; a crash in between is completed by :meth:`recover` (the document exists).
+
+        The text is extracted from the newcomers and the document's sources still present
+        (the newest :data:`FOLD_SOURCES`); the metadata counts every episode ever folded in.
+        Returns False when the extractor failed."""
+        collection = self.config.collection
+        newcomers = [pool.episodes[int(m)] for m in members]
+        present_ids = [
+            r["id"]
+            for r in self._db.query(
+                "SELECT id FROM episodes WHERE distilled_into = ? "
+                "AND state IN ('active', 'compressed') ORDER BY timestamp DESC LIMIT ?",
+                (doc_id, FOLD_SOURCES),
+            )
+        ]
+        present = self._fetch(present_ids)
+        index = {known: i for i, known in enumerate(pool.known_ids)}
+        vectors = np.concatenate(
+            [
+                pool.vectors[members],
+                pool.known_vectors[[index[e.id] for e in present if e.id in index]],
+            ]
+        )
+        present = [e for e in present if e.id in index]
+        cluster = _cluster([*newcomers, *present], vectors, self)
+        try:
+            knowledge = self.llm.extract(cluster)
+        except LLMError as exc:
+            report.skipped.append(SkippedCluster(tuple(sorted(e.id for e in newcomers)), str(exc)))
+            return False
+        row = self._db.query_one(
+            "SELECT metadata FROM semantic_docs WHERE collection = ? AND id = ?",
+            (collection, doc_id),
+        )
+        before = json.loads(row["metadata"]) if row is not None else {}
+        meta = _merged(before, self._metadata(cluster, knowledge), newcomers)
+        source_ids = [e.id for e in newcomers]
+        with self._db.transaction() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO distill_journal(collection, doc_id, source_ids, "
+                "started_at) VALUES (?, ?, ?, ?)",
+                (collection, doc_id, json.dumps(source_ids), to_timestamp(self._clock.now())),
+            )
+        try:
+            self._semantic.store(
+                collection,
+                [knowledge.summary],
+                [meta],
+                ids=[doc_id],
+                agent_name=pool.owner,
+                scope=pool.scope,
+            )
+        except OmoideError as exc:
+            with self._db.transaction() as conn:
+                conn.execute(
+                    "DELETE FROM distill_journal WHERE collection = ? AND doc_id = ?",
+                    (collection, doc_id),
+                )
+            report.skipped.append(SkippedCluster(tuple(sorted(source_ids)), f"not stored: {exc}"))
+            return True
+        report.knowledge_updated.append(doc_id)
+        report.episodes_marked += self._mark(collection, doc_id, source_ids)
         return True
 
     def _metadata(self, cluster: Cluster, knowledge: Knowledge) -> dict[str, str | int | float]:
@@ -349,3 +511,53 @@ class Distiller:
 def _rank(episode: Episode) -> tuple[float, float, str]:
     """Most important first; older first among equals; then by id (deterministic)."""
     return (-episode.importance, episode.timestamp.timestamp(), episode.id)
+
+
+#: How many of a topic's sources still present are read again when newcomers join it.
+FOLD_SOURCES = 100
+
+
+def _unit(blob: bytes, rows: int) -> npt.NDArray[np.float32]:
+    """Stored float32 embeddings as a matrix of unit rows."""
+    vectors = np.frombuffer(blob, dtype=np.float32).reshape(rows, -1).copy()
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    unit: npt.NDArray[np.float32] = vectors / norms
+    return unit
+
+
+def _cluster(
+    episodes: Sequence[Episode], vectors: npt.NDArray[np.float32], distiller: Distiller
+) -> Cluster:
+    """A cluster of ``episodes`` (unit ``vectors``, same order) with its most central member."""
+    pairwise = np.asarray(distiller._embedder.calibrate(vectors @ vectors.T, "passage"))
+    central = int(np.argmax(pairwise.mean(axis=1)))
+    return Cluster(
+        episodes=tuple(episodes),
+        representative=central,
+        cohesion=float(pairwise[central].mean()),
+    )
+
+
+def _merged(
+    before: dict[str, Any], after: dict[str, str | int | float], newcomers: Sequence[Episode]
+) -> dict[str, str | int | float]:
+    """The metadata of a rewritten topic: ``after`` (from the episodes read this time) with
+    counts, sources, agents, event types, first date and importance kept from ``before``."""
+
+    def union(key: str, extra: Sequence[str]) -> str:
+        old = [x for x in str(before.get(key, "")).split(",") if x]
+        return ",".join(sorted({*old, *extra}))
+
+    ids = [e.id for e in newcomers]
+    merged = dict(after)
+    sources = [*ids, *str(after["source_episodes"]).split(",")]
+    merged["source_episodes"] = union("source_episodes", sources)
+    merged["episode_count"] = len(str(merged["source_episodes"]).split(","))
+    merged["agents"] = union("agents", str(after["agents"]).split(","))
+    merged["event_types"] = union("event_types", str(after["event_types"]).split(","))
+    if isinstance(before.get("first_episode_at"), str):
+        merged["first_episode_at"] = min(before["first_episode_at"], str(after["first_episode_at"]))
+    if isinstance(before.get("importance"), int | float):
+        merged["importance"] = max(float(before["importance"]), float(after["importance"]))
+    return merged

@@ -477,8 +477,15 @@ class Lifecycle:
 
     # -- restore and audit ---------------------------------------------------------------
 
-    def record_overflow(self, episodes: Sequence[Episode], collection: str) -> None:
-        """Audit episodes handed to the semantic layer because the store is over capacity."""
+    def record_overflow(
+        self,
+        episodes: Sequence[Episode],
+        collection: str,
+        represented: Mapping[str, str] | None = None,
+    ) -> None:
+        """Audit episodes handed to the semantic layer because the store is over capacity;
+        ``represented`` maps those already distilled to their knowledge document."""
+        represented = represented or {}
         run_id = f"capacity-{uuid.uuid4().hex[:12]}"
         with self._db.transaction() as conn:
             for episode in episodes:
@@ -492,7 +499,11 @@ class Lifecycle:
                     item_id=episode.id,
                     action="overflow",
                     policy="capacity",
-                    reason=f"over capacity; moved to {collection}/episode-{episode.id}",
+                    reason=(
+                        f"over capacity; represented by {collection}/{represented[episode.id]}"
+                        if episode.id in represented
+                        else f"over capacity; moved to {collection}/episode-{episode.id}"
+                    ),
                     run_id=run_id,
                     snapshot=_episode_snapshot(row),
                 )

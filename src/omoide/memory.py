@@ -300,17 +300,23 @@ class Memory:
         return episode.id
 
     def _overflow_to_semantic(self, episodes: list[Episode]) -> None:
-        """Hand episodes leaving the episodic store to the semantic layer, one document each.
+        """Hand episodes leaving the episodic store to the semantic layer.
 
-        Each hand-over is audited (policy ``capacity``, action ``overflow``) with the whole
-        episode as its snapshot, context included, so nothing is lost on overflow.
+        An episode already distilled into a live knowledge document is represented there: it
+        gets no document of its own (the knowledge names its topic and identifiers; see
+        :mod:`omoide.distill`). Every other episode becomes one document. Each hand-over is
+        audited (policy ``capacity``, action ``overflow``) with the whole episode as its
+        snapshot, context included, so nothing is lost on overflow.
         """
+        collection = self.config.distill.collection
+        represented = self._distilled_into(collection, [e.id for e in episodes])
         groups: dict[tuple[str, str], list[Episode]] = defaultdict(list)
         for episode in episodes:
-            groups[(episode.agent_name, episode.scope)].append(episode)
+            if episode.id not in represented:
+                groups[(episode.agent_name, episode.scope)].append(episode)
         for (agent, scope), group in groups.items():
             self.semantic.store(
-                self.config.distill.collection,
+                collection,
                 [episode_text(e.description, e.outcome) for e in group],
                 [
                     {
@@ -328,7 +334,23 @@ class Memory:
                 scope=scope,
             )
         if hasattr(self, "lifecycle"):
-            self.lifecycle.record_overflow(episodes, self.config.distill.collection)
+            self.lifecycle.record_overflow(episodes, collection, represented)
+
+    def _distilled_into(self, collection: str, ids: list[str]) -> dict[str, str]:
+        """For those of ``ids`` distilled into a live document of ``collection``: its id."""
+        found: dict[str, str] = {}
+        assert self.db is not None  # open: called by the episodic store it owns
+        for start in range(0, len(ids), 500):
+            part = ids[start : start + 500]
+            for row in self.db.query(
+                "SELECT e.id, e.distilled_into FROM episodes e JOIN semantic_docs d "
+                "ON d.collection = ? AND d.id = e.distilled_into "
+                f"WHERE e.id IN ({','.join('?' * len(part))}) "
+                "AND d.state IN ('active', 'compressed')",
+                [collection, *part],
+            ):
+                found[row["id"]] = row["distilled_into"]
+        return found
 
     # -- distillation, forgetting, maintenance --------------------------------------------
 

@@ -92,6 +92,10 @@ def _reader_flags(owner: str, scope: str) -> dict[str, Any]:
     return flags
 
 
+#: Fewest neighbours asked of ChromaDB per query (see :meth:`SemanticStore.query`).
+QUERY_FETCH_FLOOR = 100
+
+
 def reader_where(reader: str, reader_teams: Iterable[str] = ()) -> dict[str, Any]:
     """A Chroma ``where`` clause selecting the chunks ``reader`` may read."""
     options: list[dict[str, Any]] = [
@@ -565,7 +569,10 @@ class SemanticStore:
             doc_filter = _check_where(where_document, "where_document", _DOC_OPERATORS)
         combined = clauses[0] if len(clauses) == 1 else ({"$and": clauses} if clauses else None)
         vector = self._embedder.embed_query(query_text)
-        fetch = min(10_000, n_results * 4 if dedupe else n_results)
+        # HNSW is approximate: asked for few neighbours it can miss the nearest one in a
+        # large collection full of near-duplicates. Asking for at least QUERY_FETCH_FLOOR
+        # widens its search (ef is at least k) at a small cost.
+        fetch = min(10_000, max(QUERY_FETCH_FLOOR, n_results * 4 if dedupe else n_results))
         try:
             raw = coll.query(
                 query_embeddings=[vector],
