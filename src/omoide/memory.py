@@ -337,19 +337,24 @@ class Memory:
             self.lifecycle.record_overflow(episodes, collection, represented)
 
     def _distilled_into(self, collection: str, ids: list[str]) -> dict[str, str]:
-        """For those of ``ids`` distilled into a live document of ``collection``: its id."""
+        """For those of ``ids`` distilled into a live document of ``collection`` whose text
+        holds the episode's own description (the offline extractor quotes its cluster's
+        representative; identical episodes are all quoted): the document's id. An episode
+        the knowledge only paraphrases is not represented by it."""
         found: dict[str, str] = {}
         assert self.db is not None  # open: called by the episodic store it owns
         for start in range(0, len(ids), 500):
             part = ids[start : start + 500]
             for row in self.db.query(
-                "SELECT e.id, e.distilled_into FROM episodes e JOIN semantic_docs d "
+                "SELECT e.id, e.description, e.distilled_into, d.content "
+                "FROM episodes e JOIN semantic_docs d "
                 "ON d.collection = ? AND d.id = e.distilled_into "
                 f"WHERE e.id IN ({','.join('?' * len(part))}) "
                 "AND d.state IN ('active', 'compressed')",
                 [collection, *part],
             ):
-                found[row["id"]] = row["distilled_into"]
+                if _words(row["description"]) in _words(row["content"]):
+                    found[row["id"]] = row["distilled_into"]
         return found
 
     # -- distillation, forgetting, maintenance --------------------------------------------
@@ -576,3 +581,8 @@ def _tree_size(path: Path) -> int:
     if not path.exists():
         return 0
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def _words(text: str) -> str:
+    """``text`` with its whitespace runs made single spaces (for containment checks)."""
+    return " ".join(text.split())
