@@ -284,6 +284,10 @@ class RouterConfig:
     time_range_bonus: float = 0.25
     #: Added to episodes written by an agent the question names ("what did the CTO decide?").
     author_bonus: float = 0.1
+    #: Added, times the share of its subject's words the question names, to the current
+    #: version of a versioned document (``subject`` ``policy.deploy_window`` for "when are
+    #: deploys allowed?"): a question that names a fact's subject asks for its current value.
+    subject_bonus: float = 0.25
 
 
 @dataclass(frozen=True)
@@ -521,6 +525,7 @@ def _check(config: Config) -> None:
         "freshness_weight",
         "time_range_bonus",
         "author_bonus",
+        "subject_bonus",
     ):
         _unit(getattr(r, name), f"router.{name}")
     if config.lock_timeout < 0:

@@ -387,6 +387,7 @@ class Router:
         mem = self._mem
         weight = plan.weights["semantic"]
         items = []
+        bonus = mem.config.router.subject_bonus
         for collection in mem.semantic.collections:
             if mem.semantic.count(collection) == 0:
                 continue
@@ -398,17 +399,40 @@ class Router:
                 reader_teams=teams,
                 touch=False,
             )
+            # Versioned facts the question names by subject are asked for on their own, so
+            # that a crowded collection cannot push them out of the twenty nearest.
+            named = [
+                s for s in mem.semantic.current_subjects(collection) if _subject_share(query, s)
+            ]
+            if named:
+                seen = {h.doc_id for h in hits}
+                hits += [
+                    h
+                    for h in mem.semantic.query(
+                        collection,
+                        query,
+                        n_results=len(named),
+                        where={"subject": {"$in": named}},
+                        reader=agent,
+                        reader_teams=teams,
+                        touch=False,
+                    )
+                    if h.doc_id not in seen
+                ]
             for hit in hits:
                 relevance = float(mem.embedder.calibrate(hit.similarity, "query"))
+                why = plan.reasons["semantic"] + f" (collection {collection})"
+                subject = hit.metadata.get("subject")
                 if not hit.current:
                     relevance *= 0.5
+                    why += "; superseded by a newer version"
+                elif isinstance(subject, str) and (share := _subject_share(query, subject)):
+                    relevance += bonus * share
+                    why += f"; the current version of {subject}, which the question names"
                 try:
                     doc = mem.semantic.get(collection, hit.doc_id, reader=agent, reader_teams=teams)
                 except NotFoundError:  # removed since the query
                     continue
-                why = plan.reasons["semantic"] + f" (collection {collection})"
-                if not hit.current:
-                    why += "; superseded by a newer version"
                 items.append(
                     ContextItem(
                         layer="semantic",
@@ -570,6 +594,24 @@ def _names(query: str, agent: str) -> bool:
     if not name.isascii():
         return True
     return re.search(rf"(?<![\w]){re.escape(name)}(?![\w])", text) is not None
+
+
+def _subject_share(query: str, subject: str) -> float:
+    """The share of the words of a subject's last part (``policy.deploy_window``: deploy,
+    window) that ``query`` names, case-insensitively. Words of three letters or more count
+    inside longer words ("yaml" in "fastyaml"), shorter ones only whole ("CI")."""
+    last = re.split(r"[./:]", subject.casefold())[-1]
+    words = [w for w in re.split(r"[^0-9a-z]+", last) if w]
+    if not words:
+        return 0.0
+    text = unicodedata.normalize("NFKC", query).casefold()
+
+    def named(word: str) -> bool:
+        if len(word) >= 3:
+            return word in text
+        return re.search(rf"(?<![0-9a-z]){re.escape(word)}(?![0-9a-z])", text) is not None
+
+    return sum(named(w) for w in words) / len(words)
 
 
 def _fingerprint(text: str) -> str:

@@ -774,6 +774,19 @@ class SemanticStore:
         self._collection(collection)
         self._touch(collection, [check_name(f"doc_ids[{i}]", d) for i, d in enumerate(doc_ids)])
 
+    def current_subjects(self, collection: str) -> list[str]:
+        """The subjects of ``collection`` that have a live current version, sorted."""
+        self._collection(collection)
+        return [
+            r["subject"]
+            for r in self._db.query(
+                "SELECT DISTINCT subject FROM semantic_docs WHERE collection = ? "
+                "AND subject IS NOT NULL AND superseded_by IS NULL "
+                "AND state IN ('active', 'compressed') ORDER BY subject",
+                (collection,),
+            )
+        ]
+
     def count(self, collection: str, *, state: str = "active") -> int:
         """Number of documents (not chunks) in a collection."""
         self._collection(collection)
