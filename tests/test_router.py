@@ -316,3 +316,68 @@ def test_settings_change_the_ranking(tmp_path: object, clock: ManualClock) -> No
         scores_alone = {i.id: i.metadata["relevance"] for i in alone.items}
     assert scores["t1"] > 0.3  # its neighbour asked about the pottery class
     assert scores_alone.get("t1", 0.0) == 0.0
+
+
+def test_subject_share_reads_the_subjects_last_part() -> None:
+    from omoide.router import _subject_share
+
+    assert _subject_share("When are production deploys allowed?", "policy.deploy_window") == 0.5
+    assert (
+        _subject_share("What is the support response-time target?", "support.response_target") == 1
+    )
+    assert _subject_share("Is fastyaml allowed?", "dependency.yaml_parser") == 0.5
+    assert _subject_share("Which CI do we use?", "tooling.ci") == 1
+    assert _subject_share("Which city do we fly to?", "tooling.ci") == 0  # not inside words
+    assert _subject_share("Proプランの今の価格は？", "pricing.pro_plan") == 0.5
+    assert _subject_share("anything", "x.__") == 0
+
+
+def test_a_fact_whose_subject_the_question_names_is_found_in_a_crowd(
+    tmp_path: object, clock: ManualClock
+) -> None:
+    """Forty English notes near the question crowd the Japanese fact out of the twenty
+    nearest; named by its subject, the fact's current version is asked for on its own and
+    gains the subject bonus (times the share of the subject's words named: 1 of 2 here)."""
+    import dataclasses
+    from pathlib import Path
+
+    from omoide import Config
+    from omoide.config import RouterConfig
+
+    path = Path(str(tmp_path)) / "d"
+    question = "When are production deploys allowed?"
+    with Memory(path, clock=clock) as mem:
+        mem.semantic.store(
+            "decisions",
+            [
+                "決定: 本番デプロイは火曜と木曜の午前に限り許可する。",
+                "決定: 本番デプロイは平日15時までに許可する。",
+            ],
+            [{"subject": "policy.deploy_window"}, {"subject": "policy.deploy_window"}],
+            ids=["old", "new"],
+            agent_name="devops",
+        )
+        mem.semantic.store(
+            "decisions",
+            [
+                f"Deploy checklist item {i}: production deploys need a second reviewer."
+                for i in range(40)
+            ],
+            agent_name="devops",
+        )
+        nearest = mem.semantic.query("decisions", question, n_results=20)
+        assert "new" not in {h.doc_id for h in nearest}  # out of the twenty nearest
+        items = {i.id: i for i in mem.recall(question, agent_name="ceo", layers=["semantic"]).items}
+        assert "policy.deploy_window, which the question names" in items["decisions/new"].why
+
+    config = Config(router=dataclasses.replace(RouterConfig(), subject_bonus=0.0))
+    with Memory(path, clock=clock, config=config) as mem:
+        plain = {i.id: i for i in mem.recall(question, agent_name="ceo", layers=["semantic"]).items}
+    with Memory(path, clock=clock) as mem:
+        hits = mem.semantic.query(
+            "decisions", question, n_results=1, where={"subject": "policy.deploy_window"}
+        )
+        relevance = float(mem.embedder.calibrate(hits[0].similarity, "query"))
+    assert hits[0].doc_id == "new"
+    assert plain["decisions/new"].score == pytest.approx(relevance, abs=1e-6)
+    assert items["decisions/new"].score == pytest.approx(relevance + 0.25 * 0.5, abs=1e-6)
