@@ -293,28 +293,26 @@ class Distiller:
 
     def _members(self, pool: _Pool, seed: int) -> npt.NDArray[np.intp]:
         """The free candidates similar enough to ``pool.episodes[seed]`` and naming the same
-        identifiers, the seed first."""
-        cosines = pool.vectors @ pool.vectors[seed]
+        identifiers, the seed first. Only those with the seed's identifiers are compared, so
+        an episode naming its own incident code costs nothing however large the pool."""
+        same = np.flatnonzero(pool.free & (pool.labels == pool.labels[seed]))
+        cosines = pool.vectors[same] @ pool.vectors[seed]
         similar = np.asarray(self._embedder.calibrate(cosines, "passage"), dtype=np.float32)
-        members = np.flatnonzero(
-            pool.free
-            & (similar > self.config.similarity_threshold)
-            & (pool.labels == pool.labels[seed])
-        )
+        members = same[similar > self.config.similarity_threshold]
         return np.concatenate(([seed], members[members != seed])).astype(np.intp)
 
     def _topic_of(self, pool: _Pool, seed: int) -> str | None:
         """The document of the already-distilled episode most similar to the seed (above the
         threshold, same identifiers), or None: the seed then starts a topic of its own."""
-        if not pool.known_ids:
+        same = np.flatnonzero(pool.known_labels == pool.labels[seed])
+        if len(same) == 0:
             return None
-        cosines = pool.known_vectors @ pool.vectors[seed]
+        cosines = pool.known_vectors[same] @ pool.vectors[seed]
         similar = np.asarray(self._embedder.calibrate(cosines, "passage"), dtype=np.float32)
-        similar[pool.known_labels != pool.labels[seed]] = -np.inf
         best = int(np.argmax(similar))
         if not similar[best] > self.config.similarity_threshold:
             return None
-        return pool.known_docs[best]
+        return pool.known_docs[int(same[best])]
 
     def _grow(self, pool: _Pool, seed: int) -> Cluster | None:
         """The cluster seeded by ``pool.episodes[seed]``, or None if it is too small."""
