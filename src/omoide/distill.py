@@ -337,32 +337,9 @@ class Distiller:
         except LLMError as exc:
             report.skipped.append(SkippedCluster(cluster.source_ids, str(exc)))
             return False
-        now = self._clock.now()
-        with self._db.transaction() as conn:
-            conn.execute(
-                "INSERT OR IGNORE INTO distill_journal(collection, doc_id, source_ids, "
-                "started_at) VALUES (?, ?, ?, ?)",
-                (collection, doc_id, json.dumps(list(cluster.source_ids)), to_timestamp(now)),
-            )
-        try:
-            self._semantic.store(
-                collection,
-                [knowledge.summary],
-                [self._metadata(cluster, knowledge)],
-                ids=[doc_id],
-                agent_name=pool.owner,
-                scope=pool.scope,
-            )
-        except OmoideError as exc:
-            with self._db.transaction() as conn:
-                conn.execute(
-                    "DELETE FROM distill_journal WHERE collection = ? AND doc_id = ?",
-                    (collection, doc_id),
-                )
-            report.skipped.append(SkippedCluster(cluster.source_ids, f"not stored: {exc}"))
-            return True
-        report.knowledge_written.append(doc_id)
-        report.episodes_marked += self._mark(collection, doc_id, cluster.source_ids)
+        meta = self._metadata(cluster, knowledge)
+        if self._write(doc_id, knowledge.summary, meta, cluster.source_ids, pool, report):
+            report.knowledge_written.append(doc_id)
         return True
 
     def _fold(
@@ -409,21 +386,33 @@ class Distiller:
         )
         before = json.loads(row["metadata"]) if row is not None else {}
         meta = _merged(before, self._metadata(cluster, knowledge), newcomers)
-        source_ids = [e.id for e in newcomers]
+        if self._write(doc_id, knowledge.summary, meta, [e.id for e in newcomers], pool, report):
+            report.knowledge_updated.append(doc_id)
+        return True
+
+    def _write(
+        self,
+        doc_id: str,
+        summary: str,
+        meta: dict[str, str | int | float],
+        source_ids: Sequence[str],
+        pool: _Pool,
+        report: DistillReport,
+    ) -> bool:
+        """Journal, store and mark one knowledge document (crash-safe: see :meth:`recover`).
+
+        Returns False when the semantic store refused it (reported as skipped; the journal
+        entry is withdrawn and the sources stay candidates)."""
+        collection = self.config.collection
         with self._db.transaction() as conn:
             conn.execute(
-                "INSERT OR REPLACE INTO distill_journal(collection, doc_id, source_ids, "
+                "INSERT OR IGNORE INTO distill_journal(collection, doc_id, source_ids, "
                 "started_at) VALUES (?, ?, ?, ?)",
-                (collection, doc_id, json.dumps(source_ids), to_timestamp(self._clock.now())),
+                (collection, doc_id, json.dumps(list(source_ids)), to_timestamp(self._clock.now())),
             )
         try:
             self._semantic.store(
-                collection,
-                [knowledge.summary],
-                [meta],
-                ids=[doc_id],
-                agent_name=pool.owner,
-                scope=pool.scope,
+                collection, [summary], [meta], ids=[doc_id], agent_name=pool.owner, scope=pool.scope
             )
         except OmoideError as exc:
             with self._db.transaction() as conn:
@@ -432,8 +421,7 @@ class Distiller:
                     (collection, doc_id),
                 )
             report.skipped.append(SkippedCluster(tuple(sorted(source_ids)), f"not stored: {exc}"))
-            return True
-        report.knowledge_updated.append(doc_id)
+            return False
         report.episodes_marked += self._mark(collection, doc_id, source_ids)
         return True
 
