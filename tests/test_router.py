@@ -269,6 +269,8 @@ def test_router_settings_load_and_validate() -> None:
         {"context_key_weights": [1.0, 0.5]},
         {"dense_weight": -1},
         {"author_bonus": 2},
+        {"importance_prior": 2},
+        {"importance_prior": -0.1},
         {"recent_window_minutes": 0},
         {"candidate_pool": 0},
     ):
@@ -380,4 +382,55 @@ def test_a_fact_whose_subject_the_question_names_is_found_in_a_crowd(
         relevance = float(mem.embedder.calibrate(hits[0].similarity, "query"))
     assert hits[0].doc_id == "new"
     assert plain["decisions/new"].score == pytest.approx(relevance, abs=1e-6)
-    assert items["decisions/new"].score == pytest.approx(relevance + 0.25 * 0.5, abs=1e-6)
+    assert items["decisions/new"].score == pytest.approx(relevance + 0.35 * 0.5, abs=1e-6)
+
+
+def test_importance_is_a_prior_on_relevance(tmp_path: object, clock: ManualClock) -> None:
+    """Of two memories that match alike, the one its writer marked important ranks first, in
+    both layers; at the neutral importance (0.5) the prior changes nothing."""
+    import dataclasses
+    from pathlib import Path
+
+    from omoide import Config
+    from omoide.config import RouterConfig
+
+    path = Path(str(tmp_path)) / "d"
+    question = "サポートの返信目標時間は？"
+    with Memory(path, clock=clock) as mem:
+        mem.episodic.record_many(
+            [
+                {
+                    "agent_name": "bot",
+                    "event_type": "observation",
+                    "description": text,
+                    "importance": importance,
+                    "id": ident,
+                }
+                for ident, text, importance in (
+                    ("chatter", "サポートキューを処理した。", 0.2),
+                    ("neutral", "サポートキューを処理した！", 0.5),
+                )
+            ]
+        )
+        mem.semantic.store(
+            "decisions",
+            ["Decision: support must answer customers within 30 minutes."],
+            [{"importance": 0.8}],
+            ids=["target"],
+        )
+        items = {i.id: i for i in mem.recall(question, agent_name="ceo").items}
+    flat = Config(router=dataclasses.replace(RouterConfig(), importance_prior=0.0))
+    with Memory(path, clock=clock, config=flat) as mem:
+        plain = {i.id: i for i in mem.recall(question, agent_name="ceo").items}
+
+    def relevance_part(item_id: str, importance: float, table: dict) -> float:
+        return table[item_id].score / 0.9 - 0.05 * importance  # episodic weight, importance
+
+    assert relevance_part("chatter", 0.2, items) == pytest.approx(
+        relevance_part("chatter", 0.2, plain) * (1 + 0.6 * (0.2 - 0.5)), abs=1e-6
+    )
+    assert items["neutral"].score == pytest.approx(plain["neutral"].score, abs=1e-6)
+    assert items["decisions/target"].score == pytest.approx(
+        plain["decisions/target"].score * (1 + 0.6 * (0.8 - 0.5)), abs=1e-6
+    )
+    assert items["decisions/target"].score > items["chatter"].score

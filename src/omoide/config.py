@@ -276,6 +276,11 @@ class RouterConfig:
     dense_weight: float = 1.0
     #: Candidates per signal (full text, embeddings) per layer before ranking.
     candidate_pool: int = 200
+    #: Relevance is multiplied by ``1 + importance_prior * (importance - 0.5)``: the writer's
+    #: importance as a prior. 0.5 is neutral, so a store whose items all have the default
+    #: importance ranks exactly as without it. Semantic documents read ``importance`` from
+    #: their metadata (neutral when absent). Within [0, 2), so the factor stays positive.
+    importance_prior: float = 0.6
     #: How an item's score is made: relevance, and for episodes importance and freshness.
     relevance_weight: float = 0.95
     importance_weight: float = 0.05
@@ -287,7 +292,7 @@ class RouterConfig:
     #: Added, times the share of its subject's words the question names, to the current
     #: version of a versioned document (``subject`` ``policy.deploy_window`` for "when are
     #: deploys allowed?"): a question that names a fact's subject asks for its current value.
-    subject_bonus: float = 0.25
+    subject_bonus: float = 0.35
 
 
 @dataclass(frozen=True)
@@ -519,6 +524,8 @@ def _check(config: Config) -> None:
         raise ConfigError("router.context_key_weights: expected three numbers within [0, 100]")
     if not isinstance(r.dense_weight, int | float) or not 0 <= r.dense_weight <= 100:
         raise ConfigError("router.dense_weight: expected a number within [0, 100]")
+    if not isinstance(r.importance_prior, int | float) or not 0 <= r.importance_prior < 2:
+        raise ConfigError("router.importance_prior: expected a number within [0, 2)")
     for name in (
         "relevance_weight",
         "importance_weight",

@@ -25,6 +25,14 @@ as do episodes inside the time range the question names. Freshness is off by def
 question about an old event should not lose to a recent one that matches it less; time
 enters through time expressions instead.
 
+Importance is a prior on relevance in every layer: relevance is multiplied by
+``1 + router.importance_prior × (importance − 0.5)`` (episodes' own importance, documents'
+``importance`` metadata; 0.5 when absent), so routine chatter the writer marked 0.2 does not
+outrank a decision marked 0.8 that matches as well — and a store whose items all share the
+default importance ranks exactly as without it. Documents are scored by calibrated similarity;
+the current version of a versioned fact whose subject the question names is also asked for
+on its own and gains ``router.subject_bonus`` times the share of its subject's words named.
+
 Everything an agent reads through the router is limited to what its scope allows.
 """
 
@@ -355,7 +363,9 @@ class Router:
             relevance = (text_part + beta * float(dense_part)) / (1 + beta)
             episode = c.episode
             score = (
-                config.relevance_weight * relevance
+                config.relevance_weight
+                * relevance
+                * _prior(episode.importance, config.importance_prior)
                 + config.importance_weight * episode.importance
                 + config.freshness_weight * mem.episodic.freshness_of(episode, now)
             )
@@ -388,6 +398,7 @@ class Router:
         weight = plan.weights["semantic"]
         items = []
         bonus = mem.config.router.subject_bonus
+        prior = mem.config.router.importance_prior
         for collection in mem.semantic.collections:
             if mem.semantic.count(collection) == 0:
                 continue
@@ -429,6 +440,9 @@ class Router:
                 elif isinstance(subject, str) and (share := _subject_share(query, subject)):
                     relevance += bonus * share
                     why += f"; the current version of {subject}, which the question names"
+                importance = hit.metadata.get("importance")
+                if isinstance(importance, int | float) and 0 <= importance <= 1:
+                    relevance *= _prior(float(importance), prior)
                 try:
                     doc = mem.semantic.get(collection, hit.doc_id, reader=agent, reader_teams=teams)
                 except NotFoundError:  # removed since the query
@@ -594,6 +608,11 @@ def _names(query: str, agent: str) -> bool:
     if not name.isascii():
         return True
     return re.search(rf"(?<![\w]){re.escape(name)}(?![\w])", text) is not None
+
+
+def _prior(importance: float, strength: float) -> float:
+    """The factor an item's relevance gets from its importance (1 at the neutral 0.5)."""
+    return 1.0 + strength * (importance - 0.5)
 
 
 def _subject_share(query: str, subject: str) -> float:

@@ -14,7 +14,8 @@ How the fleet writes (the same in both variants): every event is an episode
 (``episodic.record_many``, one call per day, with the event's own timestamp). A decision that
 sets a changing fact (the Pro plan's price, the CI system, ...) is also stored in the semantic
 ``decisions`` collection with ``subject`` metadata, so that the store versions it: the new
-document supersedes the previous one of the same subject.
+document supersedes the previous one of the same subject; it carries the decision's
+importance in its metadata, as the episode does.
 
 How it asks: on every seventh day, after that day's events, each question goes through
 :meth:`Memory.recall` (the router, over the episodic and semantic layers, as the asking agent).
@@ -315,7 +316,14 @@ def _write(mem: Memory, midnight: datetime, events: Sequence[Event]) -> None:
             mem.semantic.store(
                 "decisions",
                 [e.description],
-                [{"subject": e.fact[0], "source": "fleet", "episode_id": e.id}],
+                [
+                    {
+                        "subject": e.fact[0],
+                        "source": "fleet",
+                        "episode_id": e.id,
+                        "importance": e.importance if e.importance is not None else 0.5,
+                    }
+                ],
                 ids=[f"fact-{e.id}"],
                 agent_name=e.agent,
             )
