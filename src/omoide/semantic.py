@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -46,8 +45,17 @@ from .errors import (
     UnknownCollectionError,
     ValidationError,
 )
+from .filters import (
+    DOC_OPERATORS,
+    FIELD_OPERATORS,
+    WHERE_OPERATORS,
+    check_where,
+    public_metadata,
+    reader_flags,
+    reader_where,
+)
 from .models import CollectionStats, QueryHit, SemanticDocument
-from .scope import GLOBAL, PRIVATE, normalize_scope, reader_predicate
+from .scope import GLOBAL, normalize_scope, reader_predicate
 from .storage import Database
 from .validation import (
     check_datetime,
@@ -62,94 +70,14 @@ __all__ = ["SemanticStore", "content_id"]
 #: Decides whether a document is protected by a never-forget rule (collection, metadata).
 DocumentProtection = Callable[[str, Mapping[str, Any]], bool]
 
-_WHERE_OPERATORS = {"$and", "$or"}
-_FIELD_OPERATORS = {
-    "$eq",
-    "$ne",
-    "$gt",
-    "$gte",
-    "$lt",
-    "$lte",
-    "$in",
-    "$nin",
-    "$contains",
-    "$not_contains",
-}
-_DOC_OPERATORS = {"$contains", "$not_contains", "$regex", "$not_regex", "$and", "$or"}
-
 
 def content_id(document: str) -> str:
     """The default id of a document: a hash of its content, so storing twice is one document."""
     return "h-" + hashlib.sha256(document.encode("utf-8")).hexdigest()[:32]
 
 
-def _reader_flags(owner: str, scope: str) -> dict[str, Any]:
-    """Chroma metadata that lets a ``where`` filter select what a reader may see."""
-    flags: dict[str, Any] = {"_agent": owner, "_scope": scope, "_global": scope == GLOBAL}
-    if scope not in (GLOBAL, PRIVATE):
-        for member in scope.split(","):
-            flags[f"_r:{member}"] = True
-    return flags
-
-
 #: Fewest neighbours asked of ChromaDB per query (see :meth:`SemanticStore.query`).
 QUERY_FETCH_FLOOR = 100
-
-
-def reader_where(reader: str, reader_teams: Iterable[str] = ()) -> dict[str, Any]:
-    """A Chroma ``where`` clause selecting the chunks ``reader`` may read."""
-    options: list[dict[str, Any]] = [
-        {"_global": True},
-        {"_agent": reader},
-        {f"_r:agent:{reader}": True},
-    ]
-    options.extend({f"_r:team:{t}": True} for t in sorted(reader_teams))
-    return {"$or": options}
-
-
-def _check_where(value: Any, field: str, operators: set[str], depth: int = 0) -> dict[str, Any]:
-    """Validate a Chroma filter: known operators only, no reserved (``_``) keys."""
-    if not isinstance(value, Mapping) or not value:
-        raise ValidationError(field, "expected a non-empty mapping")
-    if depth > 16:
-        raise ValidationError(field, "is nested too deeply")
-    for key, item in value.items():
-        if not isinstance(key, str):
-            raise ValidationError(field, "keys must be strings")
-        if key in ("$and", "$or"):
-            if not isinstance(item, list) or not item:
-                raise ValidationError(f"{field}.{key}", "expected a non-empty list of filters")
-            for i, sub in enumerate(item):
-                _check_where(sub, f"{field}.{key}[{i}]", operators, depth + 1)
-        elif key.startswith("$"):
-            if key not in operators:
-                raise ValidationError(f"{field}.{key}", "unknown operator")
-        elif operators is _DOC_OPERATORS:
-            raise ValidationError(f"{field}.{key}", "where_document takes operators only")
-        elif key.startswith("_"):
-            raise ValidationError(f"{field}.{key}", "keys starting with '_' are reserved")
-        elif isinstance(item, Mapping):
-            for op, operand in item.items():
-                if op not in _FIELD_OPERATORS:
-                    raise ValidationError(f"{field}.{key}.{op}", "unknown operator")
-                _check_operand(f"{field}.{key}.{op}", operand)
-        else:
-            _check_operand(f"{field}.{key}", item)
-    if operators is _DOC_OPERATORS:
-        for key, item in value.items():
-            if key not in ("$and", "$or") and not isinstance(item, str):
-                raise ValidationError(f"{field}.{key}", "expected a string")
-    return dict(value)
-
-
-def _check_operand(field: str, value: Any) -> None:
-    """A filter operand: a string, a finite number, a boolean, or a list of them."""
-    items = value if isinstance(value, list) else [value]
-    for item in items:
-        if isinstance(item, float) and not math.isfinite(item):
-            raise ValidationError(field, "expected a finite number")
-        if not isinstance(item, str | int | float | bool):
-            raise ValidationError(field, f"expected a string, number or boolean, got {item!r}")
 
 
 class SemanticStore:
@@ -410,7 +338,7 @@ class SemanticStore:
                 chunk_metas.append(
                     {
                         **meta,
-                        **_reader_flags(owner, scope),
+                        **reader_flags(owner, scope),
                         "_doc": doc_id,
                         "_chunk": i,
                         "_chunks": len(chunks),
@@ -558,7 +486,7 @@ class SemanticStore:
         n_results = check_positive_int("n_results", n_results, maximum=10_000)
         clauses: list[dict[str, Any]] = []
         if where is not None:
-            clauses.append(_check_where(where, "where", _FIELD_OPERATORS | _WHERE_OPERATORS))
+            clauses.append(check_where(where, "where", FIELD_OPERATORS | WHERE_OPERATORS))
         if reader is not None:
             clauses.append(reader_where(check_name("reader", reader), reader_teams))
         expiry = self._expiry_where(collection)
@@ -566,7 +494,7 @@ class SemanticStore:
             clauses.append(expiry)
         doc_filter = None
         if where_document is not None:
-            doc_filter = _check_where(where_document, "where_document", _DOC_OPERATORS)
+            doc_filter = check_where(where_document, "where_document", DOC_OPERATORS)
         combined = clauses[0] if len(clauses) == 1 else ({"$and": clauses} if clauses else None)
         vector = self._embedder.embed_query(query_text)
         # HNSW is approximate: asked for few neighbours it can miss the nearest one in a
@@ -614,7 +542,7 @@ class SemanticStore:
                 QueryHit(
                     id=cid,
                     document=doc or "",
-                    metadata=_public(meta),
+                    metadata=public_metadata(meta),
                     distance=float(dist),
                     collection=collection,
                     doc_id=doc_id,
@@ -869,10 +797,6 @@ class SemanticStore:
                 "WHERE collection = ? AND id = ?",
                 [(now, collection, d) for d in dict.fromkeys(doc_ids)],
             )
-
-
-def _public(meta: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in meta.items() if not k.startswith("_")}
 
 
 def _document(row: Any) -> SemanticDocument:
