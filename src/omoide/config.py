@@ -169,7 +169,10 @@ class SemanticConfig:
     chroma_url: str | None = None
     hnsw_space: str = "cosine"
     hnsw_construction_ef: int = 200
-    hnsw_search_ef: int = 100
+    #: Breadth of the HNSW search. Collections full of near-duplicates (thousands of
+    #: "Fixed E-…: we added a retry" documents) defeat a narrow search: at 100, a year of the
+    #: fleet simulation found 54 % of the exact ten nearest; at 500, 98 %, in about 5 ms.
+    hnsw_search_ef: int = 500
     hnsw_m: int = 16
     #: Chunk size in tokens; ``None`` uses the embedder's window less a margin for the prefix.
     chunk_tokens: int | None = None
@@ -293,6 +296,12 @@ class RouterConfig:
     #: version of a versioned document (``subject`` ``policy.deploy_window`` for "when are
     #: deploys allowed?"): a question that names a fact's subject asks for its current value.
     subject_bonus: float = 0.35
+    #: Added, times the share of the question's rare identifiers a document holds, to the
+    #: documents that hold an identifier the question names ("how did we fix E-04512?"). An
+    #: identifier is rare when at most ``rare_identifier_docs`` documents of a collection hold
+    #: it ("Q3" in hundreds of decisions singles nothing out).
+    identifier_bonus: float = 0.35
+    rare_identifier_docs: int = 5
 
 
 @dataclass(frozen=True)
@@ -513,6 +522,7 @@ def _check(config: Config) -> None:
     r = config.router
     _positive(r.default_budget_tokens, "router.default_budget_tokens")
     _positive(r.candidate_pool, "router.candidate_pool")
+    _positive(r.rare_identifier_docs, "router.rare_identifier_docs")
     if not isinstance(r.recall_log_retention_days, int) or r.recall_log_retention_days < 0:
         raise ConfigError("router.recall_log_retention_days: expected an integer >= 0")
     if not r.recent_window_minutes > 0:
@@ -533,6 +543,7 @@ def _check(config: Config) -> None:
         "time_range_bonus",
         "author_bonus",
         "subject_bonus",
+        "identifier_bonus",
     ):
         _unit(getattr(r, name), f"router.{name}")
     if config.lock_timeout < 0:

@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -58,6 +57,7 @@ from .config import DistillConfig
 from .embeddings import Embedder
 from .episodic import EpisodicStore
 from .errors import LLMError, OmoideError
+from .identifiers import identifiers
 from .llm import LLM, Cluster, Knowledge
 from .models import Episode
 from .scope import PRIVATE
@@ -69,19 +69,6 @@ __all__ = ["DistillReport", "Distiller", "SkippedCluster", "knowledge_id"]
 
 #: After this many extraction failures in a row the run stops asking (endpoint down).
 MAX_CONSECUTIVE_FAILURES = 3
-
-
-#: A token that names something specific: ASCII letters and digits, possibly joined by
-#: ``-`` ``.`` ``,`` ``:`` or ``/``, with at least one digit (``E-04512``, ``2.3.1``,
-#: ``1,200``, ``Q3``).
-_IDENTIFIER = re.compile(r"[A-Za-z0-9]+(?:[-.,:/][A-Za-z0-9]+)*")
-
-
-def identifiers(text: str) -> frozenset[str]:
-    """The identifiers ``text`` names (case-folded); see the module docstring."""
-    return frozenset(
-        token.casefold() for token in _IDENTIFIER.findall(text) if any(c.isdigit() for c in token)
-    )
 
 
 def knowledge_id(source_ids: Sequence[str]) -> str:

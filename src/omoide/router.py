@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .errors import NotFoundError, UnknownLayerError, ValidationError
+from .identifiers import identifier_tokens
 from .procedural import trigger_match
 from .scope import teams_of
 from .timeexpr import TimeRange, find_time_range
@@ -58,6 +59,7 @@ from .validation import check_datetime, check_name, check_positive_int, check_te
 
 if TYPE_CHECKING:
     from .memory import Memory
+    from .models import QueryHit
 
 __all__ = ["LAYERS", "Context", "ContextItem", "Route", "Router", "route"]
 
@@ -399,6 +401,7 @@ class Router:
         items = []
         bonus = mem.config.router.subject_bonus
         prior = mem.config.router.importance_prior
+        id_bonus = mem.config.router.identifier_bonus
         for collection in mem.semantic.collections:
             if mem.semantic.count(collection) == 0:
                 continue
@@ -410,26 +413,14 @@ class Router:
                 reader_teams=teams,
                 touch=False,
             )
-            # Versioned facts the question names by subject are asked for on their own, so
-            # that a crowded collection cannot push them out of the twenty nearest.
-            named = [
-                s for s in mem.semantic.current_subjects(collection) if _subject_share(query, s)
-            ]
-            if named:
-                seen = {h.doc_id for h in hits}
-                hits += [
-                    h
-                    for h in mem.semantic.query(
-                        collection,
-                        query,
-                        n_results=len(named),
-                        where={"subject": {"$in": named}},
-                        reader=agent,
-                        reader_teams=teams,
-                        touch=False,
-                    )
-                    if h.doc_id not in seen
-                ]
+            rare = self._rare_identifiers(collection, query, agent, teams)
+            seen = {h.doc_id for h in hits}
+            extras: list[list[QueryHit]] = [self._named(collection, query, agent, teams)]
+            for extra in [*extras, *rare.values()]:
+                for hit in extra:
+                    if hit.doc_id not in seen:
+                        seen.add(hit.doc_id)
+                        hits.append(hit)
             for hit in hits:
                 relevance = float(mem.embedder.calibrate(hit.similarity, "query"))
                 why = plan.reasons["semantic"] + f" (collection {collection})"
@@ -440,6 +431,10 @@ class Router:
                 elif isinstance(subject, str) and (share := _subject_share(query, subject)):
                     relevance += bonus * share
                     why += f"; the current version of {subject}, which the question names"
+                held = [code for code in rare if code in hit.document]
+                if held:
+                    relevance += id_bonus * len(held) / len(rare)
+                    why += f"; holds {', '.join(held)}, which the question names"
                 importance = hit.metadata.get("importance")
                 if isinstance(importance, int | float) and 0 <= importance <= 1:
                     relevance *= _prior(float(importance), prior)
@@ -460,6 +455,48 @@ class Router:
                     )
                 )
         return items
+
+    def _named(
+        self, collection: str, query: str, agent: str, teams: frozenset[str]
+    ) -> list[QueryHit]:
+        """Current versions of the facts whose subject the question names, asked for on
+        their own so that a crowded collection cannot push them out of the nearest."""
+        mem = self._mem
+        named = [s for s in mem.semantic.current_subjects(collection) if _subject_share(query, s)]
+        if not named:
+            return []
+        return mem.semantic.query(
+            collection,
+            query,
+            n_results=len(named),
+            where={"subject": {"$in": named}},
+            reader=agent,
+            reader_teams=teams,
+            touch=False,
+        )
+
+    def _rare_identifiers(
+        self, collection: str, query: str, agent: str, teams: frozenset[str]
+    ) -> dict[str, list[QueryHit]]:
+        """For each identifier the question names (at most five) that few documents hold:
+        those documents. The semantic layer has no full-text index, and an embedding barely
+        tells ``E-24174`` from ``E-24742``."""
+        mem = self._mem
+        limit = mem.config.router.rare_identifier_docs
+        found: dict[str, list[QueryHit]] = {}
+        for code in identifier_tokens(query)[:5]:
+            hits = mem.semantic.query(
+                collection,
+                query,
+                n_results=limit + 1,
+                where_document={"$contains": code},
+                reader=agent,
+                reader_teams=teams,
+                touch=False,
+            )
+            if 0 < len(hits) <= limit:
+                found[code] = hits
+        return found
 
     def _procedural(
         self, query: str, agent: str, teams: frozenset[str], plan: Route

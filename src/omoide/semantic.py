@@ -122,12 +122,18 @@ class SemanticStore:
         self.remove_expired: Callable[[str, Sequence[str]], int] = self.delete
         self._collections: dict[str, Any] = {}
         for name, spec in self.config.collections.items():
-            self._collections[name] = client.get_or_create_collection(
+            coll = client.get_or_create_collection(
                 name,
                 configuration={"hnsw": hnsw},
                 metadata={"purpose": spec.purpose or name},
                 embedding_function=None,
             )
+            # The search breadth is the one HNSW setting that can change after creation
+            # (it applies from the next open).
+            current = (coll.configuration or {}).get("hnsw") or {}
+            if current.get("ef_search") not in (None, self.config.hnsw_search_ef):
+                coll.modify(configuration={"hnsw": {"ef_search": self.config.hnsw_search_ef}})
+            self._collections[name] = coll
 
     @property
     def collections(self) -> list[str]:
@@ -497,9 +503,10 @@ class SemanticStore:
             doc_filter = check_where(where_document, "where_document", DOC_OPERATORS)
         combined = clauses[0] if len(clauses) == 1 else ({"$and": clauses} if clauses else None)
         vector = self._embedder.embed_query(query_text)
-        # HNSW is approximate: asked for few neighbours it can miss the nearest one in a
-        # large collection full of near-duplicates. Asking for at least QUERY_FETCH_FLOOR
-        # widens its search (ef is at least k) at a small cost.
+        # HNSW is approximate: in a large collection full of near-duplicates a narrow search
+        # misses the nearest document. ``hnsw_search_ef`` sets its breadth; asking for at
+        # least QUERY_FETCH_FLOOR neighbours also leaves room for the dead and the duplicate
+        # chunks dropped below.
         fetch = min(10_000, max(QUERY_FETCH_FLOOR, n_results * 4 if dedupe else n_results))
         try:
             raw = coll.query(
