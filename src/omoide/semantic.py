@@ -128,12 +128,22 @@ class SemanticStore:
                 metadata={"purpose": spec.purpose or name},
                 embedding_function=None,
             )
-            # The search breadth is the one HNSW setting that can change after creation
-            # (it applies from the next open).
-            current = (coll.configuration or {}).get("hnsw") or {}
-            if current.get("ef_search") not in (None, self.config.hnsw_search_ef):
-                coll.modify(configuration={"hnsw": {"ef_search": self.config.hnsw_search_ef}})
+            self._widen(coll)
             self._collections[name] = coll
+
+    def _widen(self, coll: Any) -> None:
+        """Give an existing collection the configured search breadth, the one HNSW setting
+        that can change after creation (it applies from the next open). Chroma can find its
+        database busy at that moment ("database is locked"); the change then waits for the
+        next open rather than failing this one — it tunes recall, it stores nothing."""
+        current = (coll.configuration or {}).get("hnsw") or {}
+        if current.get("ef_search") in (None, self.config.hnsw_search_ef):
+            return
+        try:
+            coll.modify(configuration={"hnsw": {"ef_search": self.config.hnsw_search_ef}})
+        except Exception as exc:  # chromadb.errors.InternalError: the database was busy
+            if "locked" not in str(exc).lower():
+                raise
 
     @property
     def collections(self) -> list[str]:
