@@ -1,7 +1,8 @@
 """Layer 3: the semantic store (RAG) on ChromaDB.
 
 Collections (knowledge, code, decisions, feedback by default) are ChromaDB collections with
-cosine HNSW indexes (construction_ef 200, search_ef 100, M 16). Vectors come from omoide's
+cosine HNSW indexes (construction_ef 200, search_ef 500 — wide, because a collection of
+near-duplicates defeats a narrow search — M 16). Vectors come from omoide's
 :class:`~omoide.embeddings.Embedder`, never from Chroma's default embedding function (which
 downloads a model at run time).
 
