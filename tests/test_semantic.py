@@ -26,7 +26,7 @@ def test_collections_are_configured_cosine_hnsw(mem: Memory) -> None:
         coll = mem.semantic._collection(name)
         hnsw = coll.configuration["hnsw"]
         assert hnsw["space"] == "cosine"
-        assert (hnsw["ef_construction"], hnsw["ef_search"], hnsw["max_neighbors"]) == (200, 100, 16)
+        assert (hnsw["ef_construction"], hnsw["ef_search"], hnsw["max_neighbors"]) == (200, 500, 16)
         assert coll.configuration.get("embedding_function") is None  # never Chroma's default
 
 
