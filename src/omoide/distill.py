@@ -122,6 +122,8 @@ class _Pool:
     owner: str
     scope: str
     known_ids: list[str] = field(default_factory=list)
+    #: Position of each id in ``known_ids``.
+    known_index: dict[str, int] = field(default_factory=dict)
     known_docs: list[str] = field(default_factory=list)
     known_vectors: npt.NDArray[np.float32] = field(
         default_factory=lambda: np.zeros((0, 0), dtype=np.float32)
@@ -263,6 +265,7 @@ class Distiller:
             settled = known.get((scope, owner), [])
             if settled:
                 pool.known_ids = [r["id"] for r in settled]
+                pool.known_index = {known: i for i, known in enumerate(pool.known_ids)}
                 pool.known_docs = [r["distilled_into"] for r in settled]
                 pool.known_vectors = _unit(b"".join(r["embedding"] for r in settled), len(settled))
                 pool.known_labels = np.array(
@@ -353,7 +356,7 @@ class Distiller:
             )
         ]
         present = self._fetch(present_ids)
-        index = {known: i for i, known in enumerate(pool.known_ids)}
+        index = pool.known_index
         vectors = np.concatenate(
             [
                 pool.vectors[members],
