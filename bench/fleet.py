@@ -36,6 +36,8 @@ from omoide.simulation.runner import (
 )
 
 PLOTS = Path(__file__).resolve().parent / "fleet"
+#: Missed questions listed per variant in the report.
+MISSED_SHOWN = 40
 
 
 def report(run: FleetRun, wall_seconds: float, *, partial: bool) -> str:
@@ -66,6 +68,7 @@ def report(run: FleetRun, wall_seconds: float, *, partial: bool) -> str:
             "protected episode written so far: present, active, unchanged).",
             table(SUMMARY_HEADERS, summary_rows(run)),
             _by_kind(run),
+            _missed(run),
             "Plots: [sizes](fleet/sizes.png), [answers](fleet/answers.png), "
             "[times](fleet/times.png).",
         ]
@@ -85,6 +88,20 @@ def _by_kind(run: FleetRun) -> str:
         rows.append(cells)
     head = "Whole run, per kind of question (current fact: top item; others: first five):"
     return head + "\n\n" + table(["variant", *kinds], rows)
+
+
+def _missed(run: FleetRun) -> str:
+    """The questions each variant answered wrongly, by day (a few per variant)."""
+    parts = []
+    for variant, series in run.runs.items():
+        lines = [f"- day {s.day}: {m}" for s in series.days for m in s.missed]
+        shown = lines[:MISSED_SHOWN]
+        if len(lines) > len(shown):
+            shown.append(f"- … and {len(lines) - len(shown)} more")
+        parts.append(
+            f"Missed by **{variant}** ({len(lines)}):\n\n" + "\n".join(shown or ["- none"])
+        )
+    return "\n\n".join(parts)
 
 
 def plot(run: FleetRun, directory: Path = PLOTS) -> list[Path]:

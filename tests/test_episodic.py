@@ -421,3 +421,20 @@ def test_a_record_racing_the_first_index_build_is_indexed(mem: Memory) -> None:
     recorder.join(60)
     rowid = real_query("SELECT rowid FROM episodes WHERE id = ?", (raced[0].id,))[0][0]
     assert store._index is not None and rowid in store._index._position
+
+
+def test_count_holding_tells_a_rare_phrase_from_a_common_one(mem: Memory) -> None:
+    mem.episodic.record("cto", "error", "Webhook中継で障害 E-03424: failed after a config change")
+    mem.episodic.record("cto", "success", "Fixed E-03424: we rotated the expired TLS certificate.")
+    mem.episodic.record("cto", "success", "Fixed E-03400: we added a retry.", id="other")
+    for i in range(4):
+        mem.episodic.record("hr", "decision", f"HR decided that Q1 hiring is plan {i}.")
+    assert mem.episodic.count_holding("E-03424", limit=10) == 2
+    assert mem.episodic.count_holding("e-03424", limit=10) == 2  # as the index reads it
+    assert mem.episodic.count_holding("Q1", limit=3) == 3  # counted up to the limit only
+    assert mem.episodic.count_holding("E-99999", limit=10) == 0
+    assert mem.episodic.count_holding("。", limit=10) == 0  # no words at all
+    mem.episodic.delete("other")
+    assert mem.episodic.count_holding("E-03400", limit=10) == 0
+    with pytest.raises(ValidationError):
+        mem.episodic.count_holding("E-03424", limit=0)

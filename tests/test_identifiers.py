@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from omoide.identifiers import identifier_tokens, identifiers
+from omoide.identifiers import form, identifier_tokens, identifiers, names_another
 
 
 def test_identifiers_are_tokens_with_digits() -> None:
@@ -20,3 +20,23 @@ def test_tokens_keep_their_case_and_first_order() -> None:
     text = "Was E-24174 like e-24174 or INV-9? E-24174 again."
     assert identifier_tokens(text) == ["E-24174", "e-24174", "INV-9"]
     assert identifiers(text) == {"e-24174", "inv-9"}
+
+
+def test_the_form_of_an_identifier_hides_its_digits() -> None:
+    assert form("E-03424") == form("e-02365") == "e-00000"
+    assert form("Q1") == form("q4") == "q0"
+    assert form("SEC-065") != form("E-03424")
+
+
+def test_a_text_names_another_identifier_of_the_asked_form() -> None:
+    assert names_another(["E-03424"], "E-02365を修正: rolled back the config")
+    assert names_another(["Q1"], "hrの決定: Q2 budgetは「a 10% cut to ads」")
+    # It names the asked one (too), or nothing of that form: not about something else.
+    assert not names_another(["E-03424"], "Fixed E-03424: we rotated the expired TLS certificate.")
+    assert not names_another(["e-03424"], "Fixed E-03424 after E-03400 was closed.")
+    assert not names_another(["Q1"], "Q1 budget, as in Q2")
+    assert not names_another(["E-03424"], "Security incident SEC-065: a leaked API key.")
+    assert not names_another(["E-03424"], "Processed the support queue.")
+    # Plain numbers (years, amounts) have no form worth comparing.
+    assert not names_another(["2023"], "We moved in 2022.")
+    assert not names_another([], "E-02365")

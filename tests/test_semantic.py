@@ -69,6 +69,29 @@ def test_where_and_where_document_filters(mem: Memory) -> None:
     assert [h.document for h in text] == ["Deploys happen on Tuesdays."]
 
 
+def test_authors_and_the_author_filter(mem: Memory) -> None:
+    mem.semantic.store("knowledge", ["Deploys happen on Tuesdays."], agent_name="devops")
+    mem.semantic.store("knowledge", ["Deploys need a reviewer."], agent_name="cto")
+    mem.semantic.store("knowledge", ["Lunch is at noon."])  # written by nobody in particular
+    assert mem.semantic.authors("knowledge") == ["cto", "devops"]
+    by_cto = mem.semantic.query("knowledge", "deploy schedule", n_results=5, author="cto")
+    assert [h.document for h in by_cto] == ["Deploys need a reviewer."]
+    # The author filter narrows what the reader may see; it never widens it.
+    mem.semantic.store("knowledge", ["My own note."], agent_name="hr", scope="private")
+    assert mem.semantic.query("knowledge", "note", author="hr", reader="cto") == []
+    assert len(mem.semantic.query("knowledge", "note", author="hr", reader="hr")) == 1
+
+
+def test_current_first_can_be_turned_off(mem: Memory) -> None:
+    mem.semantic.store("decisions", ["Start pricing at ¥500 per month"], [{"subject": "p"}])
+    mem.semantic.store("decisions", ["The Pro plan costs ¥800 from April"], [{"subject": "p"}])
+    question = "pricing at ¥500 per month"
+    first = mem.semantic.query("decisions", question, n_results=2)
+    nearest = mem.semantic.query("decisions", question, n_results=2, current_first=False)
+    assert [h.current for h in first] == [True, False]
+    assert [h.current for h in nearest] == [False, True]
+
+
 def test_long_documents_are_chunked_and_replaced_whole(mem: Memory) -> None:
     [doc_id] = mem.semantic.store("knowledge", [LONG_JA], ids=["handbook"])
     stored = mem.semantic.get("knowledge", "handbook")
@@ -164,6 +187,7 @@ def test_interrupted_write_is_completed_on_open(
         (lambda s: s.query("knowledge", "q", where={"k": {"$regex": "x"}}), "where.k.$regex"),
         (lambda s: s.query("knowledge", "q", where={"_agent": "ceo"}), "where._agent"),
         (lambda s: s.query("knowledge", "q", where_document={"k": 1}), "where_document.k"),
+        (lambda s: s.query("knowledge", "q", author=" padded"), "author"),
         (lambda s: s.delete("knowledge", "abc"), "ids"),
     ],
 )

@@ -62,6 +62,11 @@ def test_series_have_one_sample_per_day_for_each_variant(run: FleetRun) -> None:
         assert asked == [6]
         assert len(series[6].recall_ms) == series[6].fact_questions + series[6].recall_questions
     assert forgetting[6].by_kind.keys() == baseline[6].by_kind.keys()
+    # Every wrong answer is listed with its kind, question and expected answer.
+    for sample in (*forgetting, *baseline):
+        wrong = sum(asked - right for asked, right in sample.by_kind.values())
+        assert len(sample.missed) == wrong
+        assert all(m.split(":")[0] in sample.by_kind and " → " in m for m in sample.missed)
 
 
 def test_forgetting_stays_bounded_and_moves_rather_than_drops(run: FleetRun) -> None:

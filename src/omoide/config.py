@@ -302,6 +302,10 @@ class RouterConfig:
     #: it ("Q3" in hundreds of decisions singles nothing out).
     identifier_bonus: float = 0.35
     rare_identifier_docs: int = 5
+    #: Relevance is multiplied by this for an item that names none of the question's
+    #: identifiers but another of the same form (``E-02365`` when asked about ``E-03424``,
+    #: ``Q2`` for ``Q1``): it is about another incident or quarter, however alike it reads.
+    other_identifier_factor: float = 0.5
 
 
 @dataclass(frozen=True)
@@ -544,6 +548,7 @@ def _check(config: Config) -> None:
         "author_bonus",
         "subject_bonus",
         "identifier_bonus",
+        "other_identifier_factor",
     ):
         _unit(getattr(r, name), f"router.{name}")
     if config.lock_timeout < 0:

@@ -523,6 +523,24 @@ class EpisodicStore:
             self._db.scalar(f"SELECT COUNT(*) FROM episodes WHERE {' AND '.join(where)}", params)
         )
 
+    def count_holding(self, phrase: str, *, limit: int) -> int:
+        """Number of active episodes whose text holds ``phrase`` (its words, in order),
+        counted up to ``limit``: enough to tell a rare identifier from a common one."""
+        phrase = check_text("phrase", phrase, max_chars=self.config.max_description_chars)
+        limit = check_positive_int("limit", limit, maximum=10_000)
+        words = index_text(phrase).split()
+        if not words:
+            return 0
+        expression = '"' + " ".join(w.replace('"', '""') for w in words) + '"'
+        return int(
+            self._db.scalar(
+                "SELECT COUNT(*) FROM (SELECT f.rowid FROM episodes_fts f "
+                "JOIN episodes ON episodes.rowid = f.rowid "
+                "WHERE episodes_fts MATCH ? AND episodes.state = 'active' LIMIT ?)",
+                [expression, limit],
+            )
+        )
+
     def browse(
         self,
         *,

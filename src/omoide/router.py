@@ -51,13 +51,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .errors import NotFoundError, UnknownLayerError, ValidationError
-from .identifiers import identifier_tokens
+from .identifiers import identifier_tokens, identifiers, names_another
 from .procedural import trigger_match
 from .scope import teams_of
 from .timeexpr import TimeRange, find_time_range
 from .validation import check_datetime, check_name, check_positive_int, check_text
 
 if TYPE_CHECKING:
+    from .config import RouterConfig
     from .memory import Memory
     from .models import QueryHit
 
@@ -71,6 +72,11 @@ MAX_QUERY_CHARS = 10_000
 MIN_TRUNCATED_TOKENS = 24
 #: Packing stops after this many items that did not fit (the budget is as good as full).
 MAX_MISSES = 3
+#: Versions of facts (current or superseded) asked for on their own, per collection.
+VERSIONS_ASKED = 10
+#: Documents asked for on their own per agent the question names, and at most how many agents.
+AUTHORED_ASKED = 10
+MAX_AUTHORS_ASKED = 3
 
 _PAST_EN = re.compile(
     r"\b(?:last time|previous(?:ly)?|before|earlier|did (?:we|i|you|they|he|she)|"
@@ -359,11 +365,17 @@ class Router:
         dense = mem.embedder.calibrate(cosines, "query")
         weight = plan.weights["episodic"]
         named = {a for a in {c.episode.agent_name for c in found.values()} if _names(query, a)}
+        codes = identifier_tokens(query)[:5]
+        limit = config.rare_identifier_docs
+        rare = [c for c in codes if 0 < mem.episodic.count_holding(c, limit=limit + 1) <= limit]
         items = []
         for (_id, c), dense_part in zip(found.items(), dense, strict=True):
             text_part = c.key_score / best if best > 0 else 0.0
             relevance = (text_part + beta * float(dense_part)) / (1 + beta)
             episode = c.episode
+            text = episode.description + (f"\n→ {episode.outcome}" if episode.outcome else "")
+            why = plan.reasons["episodic"]
+            relevance, why = _identified(relevance, why, text, codes, rare, config)
             score = (
                 config.relevance_weight
                 * relevance
@@ -371,14 +383,12 @@ class Router:
                 + config.importance_weight * episode.importance
                 + config.freshness_weight * mem.episodic.freshness_of(episode, now)
             )
-            why = plan.reasons["episodic"]
             if episode.agent_name in named:
                 score += config.author_bonus
                 why = f"written by {episode.agent_name}, whom the question names; {why}"
             if plan.time_range is not None and episode.timestamp in plan.time_range:
                 score += config.time_range_bonus
                 why = f"within {plan.time_range.expression}; {why}"
-            text = episode.description + (f"\n→ {episode.outcome}" if episode.outcome else "")
             items.append(
                 ContextItem(
                     layer="episodic",
@@ -399,28 +409,13 @@ class Router:
         mem = self._mem
         weight = plan.weights["semantic"]
         items = []
-        bonus = mem.config.router.subject_bonus
-        prior = mem.config.router.importance_prior
-        id_bonus = mem.config.router.identifier_bonus
+        config = mem.config.router
+        bonus, prior = config.subject_bonus, config.importance_prior
+        codes = identifier_tokens(query)[:5]
         for collection in mem.semantic.collections:
             if mem.semantic.count(collection) == 0:
                 continue
-            hits = mem.semantic.query(
-                collection,
-                query,
-                n_results=20,
-                reader=agent,
-                reader_teams=teams,
-                touch=False,
-            )
-            rare = self._rare_identifiers(collection, query, agent, teams)
-            seen = {h.doc_id for h in hits}
-            extras: list[list[QueryHit]] = [self._named(collection, query, agent, teams)]
-            for extra in [*extras, *rare.values()]:
-                for hit in extra:
-                    if hit.doc_id not in seen:
-                        seen.add(hit.doc_id)
-                        hits.append(hit)
+            hits, scarce, stale, authors = self._semantic_hits(collection, query, agent, teams)
             for hit in hits:
                 relevance = float(mem.embedder.calibrate(hit.similarity, "query"))
                 why = plan.reasons["semantic"] + f" (collection {collection})"
@@ -428,13 +423,14 @@ class Router:
                 if not hit.current:
                     relevance *= 0.5
                     why += "; superseded by a newer version"
-                elif isinstance(subject, str) and (share := _subject_share(query, subject)):
-                    relevance += bonus * share
-                    why += f"; the current version of {subject}, which the question names"
-                held = [code for code in rare if code in hit.document]
-                if held:
-                    relevance += id_bonus * len(held) / len(rare)
-                    why += f"; holds {', '.join(held)}, which the question names"
+                elif isinstance(subject, str):
+                    if stale.get(subject, 0.0) > relevance:
+                        relevance = stale[subject]
+                        why += f"; the current version of {subject}, whose earlier version matches"
+                    if share := _subject_share(query, subject):
+                        relevance += bonus * share
+                        why += f"; the current version of {subject}, which the question names"
+                relevance, why = _identified(relevance, why, hit.document, codes, scarce, config)
                 importance = hit.metadata.get("importance")
                 if isinstance(importance, int | float) and 0 <= importance <= 1:
                     relevance *= _prior(float(importance), prior)
@@ -442,6 +438,9 @@ class Router:
                     doc = mem.semantic.get(collection, hit.doc_id, reader=agent, reader_teams=teams)
                 except NotFoundError:  # removed since the query
                     continue
+                if doc.agent_name in authors:
+                    relevance += config.author_bonus
+                    why = f"written by {doc.agent_name}, whom the question names; {why}"
                 items.append(
                     ContextItem(
                         layer="semantic",
@@ -455,6 +454,48 @@ class Router:
                     )
                 )
         return items
+
+    def _semantic_hits(
+        self, collection: str, query: str, agent: str, teams: frozenset[str]
+    ) -> tuple[list[QueryHit], list[str], dict[str, float], list[str]]:
+        """The documents of ``collection`` worth scoring for ``query``: the nearest, and those
+        the nearest can miss in a crowded collection — the current versions of the facts the
+        question names or matches an earlier version of, the holders of a rare identifier it
+        names, the nearest written by an agent it names. Also: those rare identifiers, the
+        subjects whose earlier versions match (with their relevance), the agents named."""
+        mem = self._mem
+        hits = mem.semantic.query(
+            collection, query, n_results=20, reader=agent, reader_teams=teams, touch=False
+        )
+        rare = self._rare_identifiers(collection, query, agent, teams)
+        versions = self._versions(collection, query, agent, teams)
+        stale = self._stale_subjects(versions)
+        authors = [a for a in mem.semantic.authors(collection) if _names(query, a)]
+        extras = [
+            self._named(collection, query, agent, teams),
+            *rare.values(),
+            versions,
+            self._current_versions(collection, query, stale, agent, teams),
+            *(
+                mem.semantic.query(
+                    collection,
+                    query,
+                    n_results=AUTHORED_ASKED,
+                    author=author,
+                    reader=agent,
+                    reader_teams=teams,
+                    touch=False,
+                )
+                for author in authors[:MAX_AUTHORS_ASKED]
+            ),
+        ]
+        seen = {h.doc_id for h in hits}
+        for extra in extras:
+            for hit in extra:
+                if hit.doc_id not in seen:
+                    seen.add(hit.doc_id)
+                    hits.append(hit)
+        return hits, list(rare), stale, authors
 
     def _named(
         self, collection: str, query: str, agent: str, teams: frozenset[str]
@@ -474,6 +515,60 @@ class Router:
             reader_teams=teams,
             touch=False,
         )
+
+    def _versions(
+        self, collection: str, query: str, agent: str, teams: frozenset[str]
+    ) -> list[QueryHit]:
+        """The versions of facts (documents with a ``subject``) nearest the question, current
+        or superseded alike."""
+        mem = self._mem
+        subjects = mem.semantic.current_subjects(collection)
+        if not subjects:
+            return []
+        return mem.semantic.query(
+            collection,
+            query,
+            n_results=VERSIONS_ASKED,
+            where={"subject": {"$in": subjects}},
+            reader=agent,
+            reader_teams=teams,
+            touch=False,
+            current_first=False,
+        )
+
+    def _stale_subjects(self, hits: Sequence[QueryHit]) -> dict[str, float]:
+        """The subjects of the superseded versions among ``hits``, each with its best
+        relevance: a question that matches an earlier version of a fact (the Japanese
+        statement of a price since restated in English) asks for its current value."""
+        stale: dict[str, float] = {}
+        for hit in hits:
+            subject = hit.metadata.get("subject")
+            if not hit.current and isinstance(subject, str):
+                relevance = float(self._mem.embedder.calibrate(hit.similarity, "query"))
+                stale[subject] = max(relevance, stale.get(subject, 0.0))
+        return stale
+
+    def _current_versions(
+        self,
+        collection: str,
+        query: str,
+        subjects: Mapping[str, float],
+        agent: str,
+        teams: frozenset[str],
+    ) -> list[QueryHit]:
+        """The current versions of ``subjects`` that ``agent`` may read."""
+        if not subjects:
+            return []
+        hits = self._mem.semantic.query(
+            collection,
+            query,
+            n_results=len(subjects),
+            where={"subject": {"$in": sorted(subjects)}},
+            reader=agent,
+            reader_teams=teams,
+            touch=False,
+        )
+        return [h for h in hits if h.current]
 
     def _rare_identifiers(
         self, collection: str, query: str, agent: str, teams: frozenset[str]
@@ -668,6 +763,27 @@ def _subject_share(query: str, subject: str) -> float:
         return re.search(rf"(?<![0-9a-z]){re.escape(word)}(?![0-9a-z])", text) is not None
 
     return sum(named(w) for w in words) / len(words)
+
+
+def _identified(
+    relevance: float,
+    why: str,
+    text: str,
+    codes: Sequence[str],
+    rare: Sequence[str],
+    config: RouterConfig,
+) -> tuple[float, str]:
+    """Relevance and reason after the identifiers the question names (``codes``): a bonus
+    for holding the rare ones, a cut for naming another of the same form instead."""
+    own = identifiers(text)
+    held = [code for code in rare if code.casefold() in own]
+    if held:
+        relevance += config.identifier_bonus * len(held) / len(rare)
+        why += f"; holds {', '.join(held)}, which the question names"
+    elif codes and names_another(codes, text):
+        relevance *= config.other_identifier_factor
+        why += f"; names another identifier than {', '.join(codes)}"
+    return relevance, why
 
 
 def _fingerprint(text: str) -> str:

@@ -490,13 +490,16 @@ class SemanticStore:
         reader_teams: Iterable[str] = (),
         dedupe: bool = True,
         touch: bool = True,
+        current_first: bool = True,
+        author: str | None = None,
     ) -> list[QueryHit]:
         """The chunks most similar to ``query_text``, nearest first.
 
-        ``where`` filters on metadata and ``where_document`` on text, as in ChromaDB.
+        ``where`` filters on metadata and ``where_document`` on text, as in ChromaDB;
+        ``author`` keeps the documents that agent wrote.
         ``reader`` limits results to what that agent may read; filters cannot widen it. With
         ``dedupe`` (default) each document appears once, as its best chunk. Current versions
-        rank before superseded ones.
+        rank before superseded ones unless ``current_first`` is False.
         """
         coll = self._collection(collection)
         query_text = check_text("query_text", query_text, max_chars=100_000)
@@ -506,6 +509,8 @@ class SemanticStore:
             clauses.append(check_where(where, "where", FIELD_OPERATORS | WHERE_OPERATORS))
         if reader is not None:
             clauses.append(reader_where(check_name("reader", reader), reader_teams))
+        if author is not None:
+            clauses.append({"_agent": check_name("author", author)})
         expiry = self._expiry_where(collection)
         if expiry is not None:
             clauses.append(expiry)
@@ -568,7 +573,7 @@ class SemanticStore:
                     current=live[doc_id],
                 )
             )
-        hits.sort(key=lambda h: (not h.current, h.distance))
+        hits.sort(key=lambda h: (current_first and not h.current, h.distance))
         hits = hits[:n_results]
         if touch and hits:
             self._touch(collection, [h.doc_id for h in hits])
@@ -729,6 +734,18 @@ class SemanticStore:
                 "SELECT DISTINCT subject FROM semantic_docs WHERE collection = ? "
                 "AND subject IS NOT NULL AND superseded_by IS NULL "
                 "AND state IN ('active', 'compressed') ORDER BY subject",
+                (collection,),
+            )
+        ]
+
+    def authors(self, collection: str) -> list[str]:
+        """The agents that wrote the searchable documents of ``collection``, sorted."""
+        self._collection(collection)
+        return [
+            r["agent_name"]
+            for r in self._db.query(
+                "SELECT DISTINCT agent_name FROM semantic_docs WHERE collection = ? "
+                "AND agent_name != '' AND state IN ('active', 'compressed') ORDER BY agent_name",
                 (collection,),
             )
         ]

@@ -133,6 +133,8 @@ class DaySample:
     recall_ms: tuple[float, ...] = ()
     #: Per kind of question: (asked, answered).
     by_kind: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    #: The questions answered wrongly this day, as ``kind: question → expected answer``.
+    missed: tuple[str, ...] = ()
 
 
 @dataclass
@@ -334,6 +336,7 @@ def _ask(mem: Memory, questions: Sequence[Question]) -> dict[str, Any]:
     fact_q = fact_ok = recall_q = recall_ok = 0
     latencies: list[float] = []
     by_kind: dict[str, list[int]] = {}
+    missed: list[str] = []
     for q in questions:
         started = time.perf_counter()
         context = mem.recall(q.text, agent_name=q.asker, layers=("episodic", "semantic"))
@@ -348,6 +351,8 @@ def _ask(mem: Memory, questions: Sequence[Question]) -> dict[str, Any]:
         counts = by_kind.setdefault(q.kind, [0, 0])
         counts[0] += 1
         counts[1] += ok
+        if not ok:
+            missed.append(f"{q.kind}: {q.text} → {q.expected}")
     return {
         "fact_questions": fact_q,
         "fact_correct": fact_ok,
@@ -355,6 +360,7 @@ def _ask(mem: Memory, questions: Sequence[Question]) -> dict[str, Any]:
         "recall_hits": recall_ok,
         "recall_ms": tuple(latencies),
         "by_kind": {k: (v[0], v[1]) for k, v in by_kind.items()},
+        "missed": tuple(missed),
     }
 
 
