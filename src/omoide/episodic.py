@@ -28,7 +28,6 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
 from .clock import Clock, from_timestamp, to_timestamp
 from .config import EpisodicConfig
@@ -51,6 +50,7 @@ from .validation import (
     check_time_range,
     check_unit_interval,
 )
+from .vectors import VectorMatrix
 
 __all__ = ["Candidate", "EpisodicStore", "OverflowSink", "embedding_text", "episode_text"]
 
@@ -99,57 +99,6 @@ def _fts_body(
     return index_text(" ".join([description, outcome or "", agent_name, event_type, *tags]))
 
 
-class _VectorIndex:
-    """Embeddings of the stored episodes in one growable matrix, for exact cosine search."""
-
-    def __init__(self, dimension: int) -> None:
-        self._dim = dimension
-        self._matrix = np.zeros((0, dimension), dtype=np.float32)
-        self._rowids = np.zeros(0, dtype=np.int64)
-        self._size = 0
-        self._position: dict[int, int] = {}
-
-    def __len__(self) -> int:
-        return self._size
-
-    def add(self, rowids: Sequence[int], vectors: npt.NDArray[np.float32]) -> None:
-        need = self._size + len(rowids)
-        if need > len(self._rowids):
-            capacity = max(need, 2 * len(self._rowids), 1024)
-            matrix = np.zeros((capacity, self._dim), dtype=np.float32)
-            matrix[: self._size] = self._matrix[: self._size]
-            ids = np.zeros(capacity, dtype=np.int64)
-            ids[: self._size] = self._rowids[: self._size]
-            self._matrix, self._rowids = matrix, ids
-        for i, rowid in enumerate(rowids):
-            at = self._position.get(int(rowid))
-            if at is None:
-                at = self._size
-                self._size += 1
-                self._position[int(rowid)] = at
-                self._rowids[at] = rowid
-            self._matrix[at] = vectors[i]
-
-    def remove(self, rowids: Iterable[int]) -> None:
-        drop = {int(r) for r in rowids if int(r) in self._position}
-        if not drop:
-            return
-        keep = np.array(
-            [i for i in range(self._size) if int(self._rowids[i]) not in drop], dtype=np.int64
-        )
-        n = len(keep)
-        self._matrix[:n] = self._matrix[keep]
-        self._rowids[:n] = self._rowids[keep]
-        self._size = n
-        self._position = {int(self._rowids[i]): i for i in range(n)}
-
-    def similarities(
-        self, query: npt.NDArray[np.float32]
-    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
-        """Row ids and cosine similarity of every stored vector to ``query``."""
-        return self._rowids[: self._size], self._matrix[: self._size] @ query
-
-
 class EpisodicStore:
     """Layer 2 on SQLite; obtain it as ``Memory.episodic``."""
 
@@ -173,7 +122,7 @@ class EpisodicStore:
         self._default_scope = default_scope
         self._overflow = overflow
         self._protection = protection
-        self._index: _VectorIndex | None = None
+        self._index: VectorMatrix | None = None
         self._index_lock = threading.Lock()
 
     # -- writing -----------------------------------------------------------------------
@@ -754,10 +703,10 @@ class EpisodicStore:
             else:
                 self._index.remove(rowids)
 
-    def _vector_index(self) -> _VectorIndex:
+    def _vector_index(self) -> VectorMatrix:
         with self._index_lock:
             if self._index is None:
-                index = _VectorIndex(self._embedder.dimension)
+                index = VectorMatrix(self._embedder.dimension)
                 rows = self._db.query(f"SELECT rowid, embedding FROM episodes WHERE {_LIVE_SQL}")
                 if rows:
                     matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32)

@@ -24,6 +24,7 @@ from typing import Any
 
 from .clock import Clock, SystemClock, to_timestamp
 from .config import Config
+from .context import Context
 from .distill import Distiller, DistillReport
 from .embeddings import Embedder, default_embedder
 from .episodic import EpisodicStore, episode_text
@@ -38,7 +39,7 @@ from .procedural import ProceduralMemory
 from .protection import NeverForget
 from .recall_log import RecallLog
 from .retention import Retention, RetentionReport
-from .router import Context, Router
+from .router import Router
 from .scheduler import LAST_RUN_KEY, MAINTENANCE_LOCK, MaintenanceReport
 from .scope import normalize_scope
 from .semantic import SemanticStore
