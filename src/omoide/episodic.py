@@ -481,10 +481,12 @@ class EpisodicStore:
         if not words:
             return 0
         expression = '"' + " ".join(w.replace('"', '""') for w in words) + '"'
+        # CROSS JOIN keeps the full-text match as the outer loop: planned the other way round,
+        # SQLite probes the index once per active episode (seconds on a large store).
         return int(
             self._db.scalar(
                 "SELECT COUNT(*) FROM (SELECT f.rowid FROM episodes_fts f "
-                "JOIN episodes ON episodes.rowid = f.rowid "
+                "CROSS JOIN episodes ON episodes.rowid = f.rowid "
                 "WHERE episodes_fts MATCH ? AND episodes.state = 'active' LIMIT ?)",
                 [expression, limit],
             )
