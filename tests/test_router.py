@@ -245,6 +245,21 @@ def test_question_naming_an_agent_prefers_its_episodes(mem: Memory) -> None:
     )
     assert context.ids()[0] == "ep-cfo"
     assert "cfo" in context.items[0].why
+    # In Japanese the name runs into the next word: "cfoは…" still names the cfo.
+    japanese = mem.recall("cfoは請求に何を選んだ？", agent_name="ceo", layers=["episodic"])
+    assert japanese.ids()[0] == "ep-cfo"
+    assert japanese.items[0].why.startswith("written by cfo, whom the question names")
+
+
+def test_names_finds_latin_names_as_whole_words_even_beside_japanese() -> None:
+    from omoide.router import _names
+
+    assert _names("hrはQ2 priorityについて何を決めた？", "hr")
+    assert _names("What did the HR team decide?", "hr")
+    assert _names("営業のsales担当", "sales")
+    assert not _names("three options", "hr")
+    assert not _names("hr2 decided", "hr")
+    assert _names("田中さんの決定", "田中")
 
 
 def test_every_recall_is_logged(stocked: Memory, clock: ManualClock) -> None:

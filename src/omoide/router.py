@@ -661,14 +661,16 @@ def _check_layers(layers: Sequence[str] | None) -> tuple[str, ...]:
 
 
 def _names(query: str, agent: str) -> bool:
-    """True if ``query`` names ``agent`` (a whole word; any substring for CJK names)."""
+    """True if ``query`` names ``agent``: a name in Latin letters as a whole word, where the
+    word may end at Japanese text ("hrは" names hr, "three" does not); a CJK name anywhere."""
     name = unicodedata.normalize("NFKC", agent).casefold()
     text = unicodedata.normalize("NFKC", query).casefold()
     if len(name) < 2 or name not in text:
         return False
     if not name.isascii():
         return True
-    return re.search(rf"(?<![\w]){re.escape(name)}(?![\w])", text) is not None
+    pattern = rf"(?<![0-9a-z_]){re.escape(name)}(?![0-9a-z_])"
+    return re.search(pattern, text, flags=re.ASCII) is not None
 
 
 def _prior(importance: float, strength: float) -> float:
