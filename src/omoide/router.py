@@ -64,6 +64,7 @@ from .context import (
     render_header,
     render_item,
 )
+from .episodic import episode_text
 from .errors import NotFoundError, UnknownLayerError, ValidationError
 from .identifiers import identifier_tokens, identifiers, names_another
 from .procedural import trigger_match
@@ -91,6 +92,8 @@ VERSIONS_ASKED = 10
 #: Documents asked for on their own per agent the question names, and at most how many agents.
 AUTHORED_ASKED = 10
 MAX_AUTHORS_ASKED = 3
+#: Identifiers of a question that count (the first ones named).
+MAX_IDENTIFIERS = 5
 
 _PAST_EN = re.compile(
     r"\b(?:last time|previous(?:ly)?|before|earlier|did (?:we|i|you|they|he|she)|"
@@ -294,7 +297,7 @@ class Router:
         dense = mem.embedder.calibrate(cosines, "query")
         weight = plan.weights["episodic"]
         named = {a for a in {c.episode.agent_name for c in found.values()} if _names(query, a)}
-        codes = identifier_tokens(query)[:5]
+        codes = _codes(query)
         limit = config.rare_identifier_docs
         rare = [c for c in codes if 0 < mem.episodic.count_holding(c, limit=limit + 1) <= limit]
         items = []
@@ -302,7 +305,7 @@ class Router:
             text_part = c.key_score / best if best > 0 else 0.0
             relevance = (text_part + beta * float(dense_part)) / (1 + beta)
             episode = c.episode
-            text = episode.description + (f"\n→ {episode.outcome}" if episode.outcome else "")
+            text = episode_text(episode.description, episode.outcome)
             why = plan.reasons["episodic"]
             relevance, why = _identified(relevance, why, text, codes, rare, config)
             score = (
@@ -340,7 +343,7 @@ class Router:
         items = []
         config = mem.config.router
         bonus, prior = config.subject_bonus, config.importance_prior
-        codes = identifier_tokens(query)[:5]
+        codes = _codes(query)
         for collection in mem.semantic.collections:
             if mem.semantic.count(collection) == 0:
                 continue
@@ -397,11 +400,12 @@ class Router:
             collection, query, n_results=20, reader=agent, reader_teams=teams, touch=False
         )
         rare = self._rare_identifiers(collection, query, agent, teams)
-        versions = self._versions(collection, query, agent, teams)
+        subjects = mem.semantic.current_subjects(collection)
+        versions = self._versions(collection, query, subjects, agent, teams)
         stale = self._stale_subjects(versions)
         authors = [a for a in mem.semantic.authors(collection) if _names(query, a)]
         extras = [
-            self._named(collection, query, agent, teams),
+            self._named(collection, query, subjects, agent, teams),
             *rare.values(),
             versions,
             self._current_versions(collection, query, stale, agent, teams),
@@ -427,12 +431,17 @@ class Router:
         return hits, list(rare), stale, authors
 
     def _named(
-        self, collection: str, query: str, agent: str, teams: frozenset[str]
+        self,
+        collection: str,
+        query: str,
+        subjects: Sequence[str],
+        agent: str,
+        teams: frozenset[str],
     ) -> list[QueryHit]:
         """Current versions of the facts whose subject the question names, asked for on
         their own so that a crowded collection cannot push them out of the nearest."""
         mem = self._mem
-        named = [s for s in mem.semantic.current_subjects(collection) if _subject_share(query, s)]
+        named = [s for s in subjects if _subject_share(query, s)]
         if not named:
             return []
         return mem.semantic.query(
@@ -446,19 +455,22 @@ class Router:
         )
 
     def _versions(
-        self, collection: str, query: str, agent: str, teams: frozenset[str]
+        self,
+        collection: str,
+        query: str,
+        subjects: Sequence[str],
+        agent: str,
+        teams: frozenset[str],
     ) -> list[QueryHit]:
-        """The versions of facts (documents with a ``subject``) nearest the question, current
-        or superseded alike."""
-        mem = self._mem
-        subjects = mem.semantic.current_subjects(collection)
+        """The versions of ``subjects`` (facts with a live current version) nearest the
+        question, current or superseded alike."""
         if not subjects:
             return []
-        return mem.semantic.query(
+        return self._mem.semantic.query(
             collection,
             query,
             n_results=VERSIONS_ASKED,
-            where={"subject": {"$in": subjects}},
+            where={"subject": {"$in": list(subjects)}},
             reader=agent,
             reader_teams=teams,
             touch=False,
@@ -508,7 +520,7 @@ class Router:
         mem = self._mem
         limit = mem.config.router.rare_identifier_docs
         found: dict[str, list[QueryHit]] = {}
-        for code in identifier_tokens(query)[:5]:
+        for code in _codes(query):
             hits = mem.semantic.query(
                 collection,
                 query,
@@ -694,6 +706,11 @@ def _subject_share(query: str, subject: str) -> float:
         return re.search(rf"(?<![0-9a-z]){re.escape(word)}(?![0-9a-z])", text) is not None
 
     return sum(named(w) for w in words) / len(words)
+
+
+def _codes(query: str) -> list[str]:
+    """The identifiers a question names that count, in the order named."""
+    return identifier_tokens(query)[:MAX_IDENTIFIERS]
 
 
 def _identified(
