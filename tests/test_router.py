@@ -487,7 +487,10 @@ def test_identifier_settings_validate() -> None:
         Config.from_dict({"router": {"rare_identifier_docs": 3}}).router.rare_identifier_docs == 3
     )
     assert Config().router.other_identifier_factor == 0.5
+    assert Config().router.meaning_floor == 0.95
     for bad in (
+        {"meaning_floor": -0.5},
+        {"meaning_floor": 1.5},
         {"rare_identifier_docs": 0},
         {"identifier_bonus": 1.5},
         {"other_identifier_factor": -0.1},

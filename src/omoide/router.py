@@ -29,10 +29,14 @@ Importance is a prior on relevance in every layer: relevance is multiplied by
 ``1 + router.importance_prior × (importance − 0.5)`` (episodes' own importance, documents'
 ``importance`` metadata; 0.5 when absent), so routine chatter the writer marked 0.2 does not
 outrank a decision marked 0.8 that matches as well — and a store whose items all share the
-default importance ranks exactly as without it. Documents are scored by calibrated similarity;
-the current version of a versioned fact whose subject the question names is also asked for
-on its own and gains ``router.subject_bonus`` times the share of its subject's words named,
-and one whose earlier version matches the question better ranks as well as that version.
+default importance ranks exactly as without it. Documents are scored by their words and their
+meaning: the BM25 of the document's full text (:meth:`SemanticStore.search_text`) normalised
+by the best candidate, blended with calibrated similarity as for episodes, but never below
+``router.meaning_floor`` times the similarity alone (a document in the other language shares
+no words with the question). The documents the words find are candidates too. The current
+version of a versioned fact whose subject the question names is also asked for on its own
+and gains ``router.subject_bonus`` times the share of its subject's words named, and one whose
+earlier version matches the question better ranks as well as that version.
 
 Identifiers the question names (:mod:`omoide.identifiers`: ``E-03424``, ``Q1``) weigh in every
 layer: an item holding a rare one gains ``router.identifier_bonus``; one naming only another
@@ -92,6 +96,8 @@ VERSIONS_ASKED = 10
 #: Documents asked for on their own per agent the question names, and at most how many agents.
 AUTHORED_ASKED = 10
 MAX_AUTHORS_ASKED = 3
+#: Documents asked for by their words (full text, BM25) per collection.
+TEXT_ASKED = 20
 #: Identifiers of a question that count (the first ones named).
 MAX_IDENTIFIERS = 5
 
@@ -342,15 +348,29 @@ class Router:
         weight = plan.weights["semantic"]
         items = []
         config = mem.config.router
-        bonus, prior = config.subject_bonus, config.importance_prior
+        bonus, prior, beta = config.subject_bonus, config.importance_prior, config.dense_weight
         codes = _codes(query)
         for collection in mem.semantic.collections:
             if mem.semantic.count(collection) == 0:
                 continue
             hits, scarce, stale, authors = self._semantic_hits(collection, query, agent, teams)
+            words = mem.semantic.search_text(
+                collection,
+                query,
+                limit=len(hits) or 1,
+                among=[h.doc_id for h in hits],
+                reader=agent,
+                reader_teams=teams,
+            )
+            best_words = max(words.values(), default=0.0)
             for hit in hits:
                 relevance = float(mem.embedder.calibrate(hit.similarity, "query"))
                 why = plan.reasons["semantic"] + f" (collection {collection})"
+                text_part = words.get(hit.doc_id, 0.0) / best_words if best_words > 0 else 0.0
+                hybrid = (text_part + beta * relevance) / (1 + beta)
+                if hybrid > relevance:
+                    why += "; shares the question's words"
+                relevance = max(hybrid, config.meaning_floor * relevance)
                 subject = hit.metadata.get("subject")
                 if not hit.current:
                     relevance *= 0.5
@@ -404,8 +424,27 @@ class Router:
         versions = self._versions(collection, query, subjects, agent, teams)
         stale = self._stale_subjects(versions)
         authors = [a for a in mem.semantic.authors(collection) if _names(query, a)]
+        by_words = [
+            d
+            for d in mem.semantic.search_text(
+                collection, query, limit=TEXT_ASKED, reader=agent, reader_teams=teams
+            )
+            if d not in {h.doc_id for h in hits}
+        ]
         extras = [
             self._named(collection, query, subjects, agent, teams),
+            mem.semantic.query(
+                collection,
+                query,
+                n_results=len(by_words),
+                ids=by_words,
+                reader=agent,
+                reader_teams=teams,
+                touch=False,
+                current_first=False,
+            )
+            if by_words
+            else [],
             *rare.values(),
             versions,
             self._current_versions(collection, query, stale, agent, teams),

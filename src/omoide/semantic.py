@@ -55,6 +55,7 @@ from .filters import (
     reader_flags,
     reader_where,
 )
+from .fulltext import match_expression
 from .models import CollectionStats, QueryHit, SemanticDocument
 from .scope import GLOBAL, normalize_scope, reader_predicate
 from .storage import Database
@@ -492,11 +493,12 @@ class SemanticStore:
         touch: bool = True,
         current_first: bool = True,
         author: str | None = None,
+        ids: Sequence[str] | None = None,
     ) -> list[QueryHit]:
         """The chunks most similar to ``query_text``, nearest first.
 
         ``where`` filters on metadata and ``where_document`` on text, as in ChromaDB;
-        ``author`` keeps the documents that agent wrote.
+        ``author`` keeps the documents that agent wrote, ``ids`` the documents with these ids.
         ``reader`` limits results to what that agent may read; filters cannot widen it. With
         ``dedupe`` (default) each document appears once, as its best chunk. Current versions
         rank before superseded ones unless ``current_first`` is False.
@@ -511,6 +513,13 @@ class SemanticStore:
             clauses.append(reader_where(check_name("reader", reader), reader_teams))
         if author is not None:
             clauses.append({"_agent": check_name("author", author)})
+        if ids is not None:
+            wanted = [
+                check_name(f"ids[{i}]", x) for i, x in enumerate(self._check_list("ids", ids, None))
+            ]
+            if not wanted:
+                return []
+            clauses.append({"_doc": {"$in": wanted}})
         expiry = self._expiry_where(collection)
         if expiry is not None:
             clauses.append(expiry)
@@ -578,6 +587,51 @@ class SemanticStore:
         if touch and hits:
             self._touch(collection, [h.doc_id for h in hits])
         return hits
+
+    def search_text(
+        self,
+        collection: str,
+        query_text: str,
+        *,
+        limit: int = 20,
+        among: Sequence[str] | None = None,
+        reader: str | None = None,
+        reader_teams: Iterable[str] = (),
+    ) -> dict[str, float]:
+        """The searchable documents of ``collection`` that share words with ``query_text``,
+        each with its BM25 score (higher is better), best first: the ``limit`` best, of
+        those with ids in ``among`` if given.
+
+        Words are analysed as for episodes (:mod:`omoide.fulltext`): Japanese as character
+        bigrams, English stemmed. Embeddings place "Q1 budget" and "Q1 priority" close
+        together; full text tells them apart.
+        """
+        self._collection(collection)
+        query_text = check_text("query_text", query_text, max_chars=100_000, allow_empty=True)
+        limit = check_positive_int("limit", limit, maximum=10_000)
+        expression = match_expression(query_text)
+        if expression is None:
+            return {}
+        scope_sql, params = reader_predicate(
+            reader, reader_teams, owner_column="d.agent_name", scope_column="d.scope"
+        )
+        sql = (
+            "SELECT d.id, -bm25(semantic_docs_fts) FROM semantic_docs_fts f "
+            "CROSS JOIN semantic_docs d ON d.rowid = f.rowid "
+            "WHERE semantic_docs_fts MATCH ? AND d.collection = ? "
+            "AND d.state IN ('active', 'compressed') "
+            "AND (d.expires_at IS NULL OR d.expires_at > ?) "
+            f"AND {scope_sql}"
+        )
+        args: list[Any] = [expression, collection, to_timestamp(self._clock.now()), *params]
+        if among is not None:
+            wanted = list(dict.fromkeys(str(x) for x in among))
+            if not wanted:
+                return {}
+            sql += f" AND d.id IN ({', '.join('?' * len(wanted))})"
+            args.extend(wanted)
+        sql += " ORDER BY bm25(semantic_docs_fts) LIMIT ?"
+        return {str(r[0]): max(0.0, float(r[1])) for r in self._db.query(sql, [*args, limit])}
 
     def _live_versions(self, collection: str, doc_ids: Sequence[str]) -> dict[str, bool]:
         """For the documents that are searchable (active or compressed), whether each is the

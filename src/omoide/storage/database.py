@@ -17,6 +17,7 @@ from typing import Any
 
 from ..clock import Clock, to_timestamp
 from ..errors import ProtectedMemoryError, StorageError
+from ..fulltext import index_text
 from .migrations import MIGRATIONS, Migration
 
 __all__ = ["Database"]
@@ -49,6 +50,8 @@ class Database:
             # DELETE triggers also fire for rows that INSERT OR REPLACE removes (never-forget).
             self._conn.execute("PRAGMA recursive_triggers=ON")
             self._conn.execute("PRAGMA busy_timeout=30000")
+            # The full-text triggers of semantic_docs analyse text in Python (Japanese bigrams).
+            self._conn.create_function("omoide_index_text", 1, _index_text, deterministic=True)
             integrity = self._conn.execute("PRAGMA quick_check").fetchone()[0]
             if integrity != "ok":
                 raise StorageError(f"{self.path}: integrity check failed: {integrity}")
@@ -193,3 +196,8 @@ def _translate(exc: BaseException) -> Exception | None:
         if message.startswith(_AUDIT):
             return StorageError(message[len(_AUDIT) :])
     return None
+
+
+def _index_text(text: Any) -> str:
+    """``omoide_index_text(text)`` in SQL: the analysed form of a text for FTS5."""
+    return index_text(text) if isinstance(text, str) else ""

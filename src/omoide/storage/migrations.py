@@ -374,6 +374,32 @@ CREATE TABLE api_keys (
 CREATE INDEX api_keys_agent ON api_keys(agent_name);
 """
 
+SEMANTIC_FULLTEXT = """
+-- Full text of semantic documents, analysed like episodes (omoide.fulltext), so that a
+-- document is found by its words as well as by its meaning. Triggers keep it in step with
+-- semantic_docs whatever writes the registry (stores, compression, imports, deletes);
+-- omoide_index_text is the SQL function Database registers on its connection.
+CREATE VIRTUAL TABLE semantic_docs_fts USING fts5(
+    body, tokenize = 'porter unicode61 remove_diacritics 2'
+);
+INSERT INTO semantic_docs_fts(rowid, body)
+    SELECT rowid, omoide_index_text(content) FROM semantic_docs;
+CREATE TRIGGER semantic_docs_fts_insert AFTER INSERT ON semantic_docs
+BEGIN
+    INSERT INTO semantic_docs_fts(rowid, body) VALUES (new.rowid, omoide_index_text(new.content));
+END;
+CREATE TRIGGER semantic_docs_fts_update AFTER UPDATE OF content ON semantic_docs
+WHEN old.content IS NOT new.content
+BEGIN
+    DELETE FROM semantic_docs_fts WHERE rowid = old.rowid;
+    INSERT INTO semantic_docs_fts(rowid, body) VALUES (new.rowid, omoide_index_text(new.content));
+END;
+CREATE TRIGGER semantic_docs_fts_delete AFTER DELETE ON semantic_docs
+BEGIN
+    DELETE FROM semantic_docs_fts WHERE rowid = old.rowid;
+END;
+"""
+
 #: Every migration, in order. Append only.
 MIGRATIONS: list[Migration] = [
     Migration("0001_core", CORE),
@@ -382,4 +408,5 @@ MIGRATIONS: list[Migration] = [
     Migration("0004_episode_context_keys", EPISODE_CONTEXT_KEYS, _backfill_context_keys),
     Migration("0005_indexing", INDEXING),
     Migration("0006_server_keys", SERVER_KEYS),
+    Migration("0007_semantic_fulltext", SEMANTIC_FULLTEXT),
 ]

@@ -1,0 +1,141 @@
+"""Full-text search of semantic documents: ranking, what it may return, and an index that
+stays in step with the registry however the registry changes."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from omoide import ManualClock, Memory
+from omoide.errors import ValidationError
+from omoide.storage import Database
+from omoide.storage.migrations import MIGRATIONS
+
+DECISIONS = {
+    "budget": "SUPPORT decided that Q1 budget is a 10% cut to ads.",
+    "priority": "SUPPORT decided that Q1 priority is security before performance.",
+    "ja-budget": "supportの決定: Q1 budgetは「doubling the events budget」とする。",
+    "hiring": "OPS decided that Q1 hiring is two backend engineers.",
+}
+
+
+@pytest.fixture
+def decided(mem: Memory) -> Memory:
+    mem.semantic.store("decisions", list(DECISIONS.values()), ids=list(DECISIONS))
+    return mem
+
+
+def test_words_rank_documents_by_bm25(decided: Memory) -> None:
+    found = decided.semantic.search_text("decisions", "supportはQ1 budgetについて何を決めた？")
+    assert set(found) == set(DECISIONS)  # all share "q1"
+    assert list(found)[:2] in (["budget", "ja-budget"], ["ja-budget", "budget"])
+    assert found["budget"] > found["priority"] > 0
+    english = decided.semantic.search_text("decisions", "What was decided on hiring?", limit=1)
+    assert list(english) == ["hiring"]
+
+
+def test_japanese_is_searched_by_bigrams(mem: Memory) -> None:
+    mem.semantic.store(
+        "knowledge",
+        ["本番デプロイは火曜日と木曜日に行う。", "経費精算は月末までに提出する。"],
+        ids=["deploy", "expenses"],
+    )
+    assert list(mem.semantic.search_text("knowledge", "デプロイはいつ？")) == ["deploy"]
+    assert list(mem.semantic.search_text("knowledge", "精算の締め切り")) == ["expenses"]
+
+
+def test_among_limits_the_search_to_given_documents(decided: Memory) -> None:
+    found = decided.semantic.search_text("decisions", "Q1 budget", among=["priority", "hiring"])
+    assert set(found) == {"priority", "hiring"}
+    assert decided.semantic.search_text("decisions", "Q1 budget", among=[]) == {}
+    assert decided.semantic.search_text("decisions", "Q1 budget", among=["missing"]) == {}
+
+
+def test_query_by_ids_returns_those_documents_with_similarities(decided: Memory) -> None:
+    hits = decided.semantic.query("decisions", "Q1 budget", n_results=5, ids=["hiring", "budget"])
+    assert {h.doc_id for h in hits} == {"hiring", "budget"}
+    assert decided.semantic.query("decisions", "Q1 budget", ids=[]) == []
+    with pytest.raises(ValidationError) as err:
+        decided.semantic.query("decisions", "Q1 budget", ids=["bad#id", 3])
+    assert err.value.field == "ids[1]"
+
+
+def test_only_readable_live_documents_are_found(mem: Memory, clock: ManualClock) -> None:
+    mem.semantic.store("knowledge", ["Quarterly budget review notes."], ids=["shared"])
+    mem.semantic.store(
+        "knowledge",
+        ["My private budget worries."],
+        ids=["private"],
+        agent_name="cfo",
+        scope="private",
+    )
+    mem.semantic.store(
+        "knowledge",
+        ["Cached budget page."],
+        ids=["cached"],
+        expires_at=clock.now() + timedelta(days=1),
+    )
+    assert set(mem.semantic.search_text("knowledge", "budget")) == {"shared", "private", "cached"}
+    assert set(mem.semantic.search_text("knowledge", "budget", reader="cto")) == {
+        "shared",
+        "cached",
+    }
+    assert "private" in mem.semantic.search_text("knowledge", "budget", reader="cfo")
+    assert mem.semantic.search_text("code", "budget") == {}  # other collections stay apart
+    clock.advance(days=2)
+    assert set(mem.semantic.search_text("knowledge", "budget")) == {"shared", "private"}
+    mem.lifecycle.apply(
+        "semantic", "shared", "archive", collection="knowledge", policy="p", reason="r", run_id="r"
+    )
+    assert set(mem.semantic.search_text("knowledge", "budget")) == {"private"}
+    mem.restore("shared", collection="knowledge")
+    assert "shared" in mem.semantic.search_text("knowledge", "budget")
+
+
+def test_the_index_follows_replacements_compression_and_deletes(mem: Memory) -> None:
+    text = "Plants need water on Mondays. " + "The ficus likes shade and little sunlight. " * 80
+    mem.semantic.store("knowledge", [text], ids=["plants"])
+    assert "plants" in mem.semantic.search_text("knowledge", "ficus sunlight")
+    mem.lifecycle.apply(
+        "semantic", "plants", "compress", collection="knowledge", policy="p", reason="r", run_id="r"
+    )
+    assert mem.semantic.get("knowledge", "plants").state == "compressed"
+    assert "plants" in mem.semantic.search_text("knowledge", "plants water")
+    mem.semantic.store("knowledge", ["Cacti need no water at all."], ids=["plants"])
+    assert mem.semantic.search_text("knowledge", "ficus") == {}
+    assert "plants" in mem.semantic.search_text("knowledge", "cacti")
+    mem.semantic.delete("knowledge", ["plants"])
+    assert mem.semantic.search_text("knowledge", "cacti") == {}
+    assert mem.db is not None
+    assert mem.db.scalar("SELECT COUNT(*) FROM semantic_docs_fts") == 0
+
+
+def test_queries_are_never_read_as_fts_syntax(decided: Memory) -> None:
+    for query in ('budget" OR "x', "NEAR(budget hiring)", "budget*", "-budget", "？！"):
+        found = decided.semantic.search_text("decisions", query)
+        assert all(doc_id in DECISIONS for doc_id in found)
+    assert decided.semantic.search_text("decisions", "") == {}
+    with pytest.raises(ValidationError) as err:
+        decided.semantic.search_text("decisions", "budget", limit=0)
+    assert err.value.field == "limit"
+
+
+def test_migration_indexes_existing_documents(tmp_path: Path, clock: ManualClock) -> None:
+    with Memory(tmp_path / "d", clock=clock) as mem:
+        mem.semantic.store("decisions", list(DECISIONS.values()), ids=list(DECISIONS))
+        assert mem.db is not None
+        with mem.db.transaction() as conn:  # as a database from before the migration
+            conn.execute("DELETE FROM migrations WHERE name = '0007_semantic_fulltext'")
+            for trigger in ("insert", "update", "delete"):
+                conn.execute(f"DROP TRIGGER semantic_docs_fts_{trigger}")
+            conn.execute("DROP TABLE semantic_docs_fts")
+    db = Database(tmp_path / "d" / "omoide.db", clock=clock, migrations=MIGRATIONS)
+    try:
+        assert db.applied_migrations()[-1] == "0007_semantic_fulltext"
+        assert db.scalar("SELECT COUNT(*) FROM semantic_docs_fts") == len(DECISIONS)
+    finally:
+        db.close()
+    with Memory(tmp_path / "d", clock=clock) as mem:
+        assert list(mem.semantic.search_text("decisions", "hiring engineers")) == ["hiring"]
