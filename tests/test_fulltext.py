@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import sqlite3
 
-from omoide.fulltext import analyze, coverage, index_text, match_expression, query_terms
+from omoide.fulltext import (
+    analyze,
+    content_terms,
+    coverage,
+    index_text,
+    match_expression,
+    query_terms,
+)
 
 
 def test_japanese_runs_become_bigrams_and_words_stay_words() -> None:
@@ -18,6 +25,17 @@ def test_query_terms_drop_stop_words_and_particles() -> None:
     assert query_terms("価格について") == ["価格", "格に"]
     assert query_terms("the of and") == []
     assert match_expression("the of and") is None
+
+
+def test_content_terms_drop_bigrams_holding_hiragana_unless_nothing_else_remains() -> None:
+    question = "supportはQ1 budgetについて何を決めた？"
+    assert "何を" in query_terms(question)
+    assert content_terms(question) == ["support", "q1", "budget"]
+    assert content_terms("ブランドのメインカラーは？")[:3] == ["ブラ", "ラン", "ンド"]
+    assert content_terms("どうする？") == query_terms("どうする？") != []
+    terms = content_terms(question)
+    assert coverage(terms, "supportの決定: Q1 budgetは「a 10% cut to ads」とする。") == 1.0
+    assert coverage(terms, "supportの決定: Q1 priorityは「security first」とする。") == 2 / 3
 
 
 def test_match_expression_is_safe_fts5_syntax() -> None:

@@ -8,6 +8,7 @@ import pytest
 
 from omoide import ManualClock, Memory
 from omoide.errors import UnknownLayerError, ValidationError
+from omoide.fulltext import coverage
 from omoide.router import LAYERS, route
 
 NOW = datetime(2026, 3, 18, 9, 0, tzinfo=UTC)
@@ -384,12 +385,22 @@ def test_a_fact_whose_subject_the_question_names_is_found_in_a_crowd(
         )
         nearest = mem.semantic.query("decisions", question, n_results=20)
         assert "new" not in {h.doc_id for h in nearest}  # out of the twenty nearest
-        items = {i.id: i for i in mem.recall(question, agent_name="ceo", layers=["semantic"]).items}
+        items = {
+            i.id: i
+            for i in mem.recall(
+                question, agent_name="ceo", layers=["semantic"], budget_tokens=20_000
+            ).items
+        }
         assert "policy.deploy_window, which the question names" in items["decisions/new"].why
 
     config = Config(router=dataclasses.replace(RouterConfig(), subject_bonus=0.0))
     with Memory(path, clock=clock, config=config) as mem:
-        plain = {i.id: i for i in mem.recall(question, agent_name="ceo", layers=["semantic"]).items}
+        plain = {
+            i.id: i
+            for i in mem.recall(
+                question, agent_name="ceo", layers=["semantic"], budget_tokens=20_000
+            ).items
+        }
     with Memory(path, clock=clock) as mem:
         hits = mem.semantic.query(
             "decisions", question, n_results=2, where={"subject": "policy.deploy_window"}
@@ -587,10 +598,52 @@ def test_a_document_by_an_agent_the_question_names_is_found_in_a_crowd(mem: Memo
     question = "What did coo decide about Q1 on-call?"
     nearest = mem.semantic.query("decisions", question, n_results=20)
     assert "coo-on-call" not in {h.doc_id for h in nearest}
-    items = mem.recall(question, agent_name="ceo", layers=["semantic"]).items
+    items = mem.recall(question, agent_name="ceo", layers=["semantic"], budget_tokens=20_000).items
     coo = next(i for i in items if i.id == "decisions/coo-on-call")
     assert coo.why.startswith("written by coo, whom the question names")
     (own,) = mem.semantic.query("decisions", question, author="coo")
     relevance = float(mem.embedder.calibrate(own.similarity, "query"))
-    assert coo.score == pytest.approx(relevance + 0.1, abs=1e-6)  # router.author_bonus
+    # Japanese, so it shares no word with the question: router.meaning_floor, author_bonus.
+    assert coo.score == pytest.approx(0.95 * relevance + 0.1, abs=1e-6)
     assert all("whom the question names" not in i.why for i in items if i is not coo)
+
+
+def test_documents_are_found_and_ranked_by_their_words(mem: Memory) -> None:
+    """Sixty Japanese budget decisions crowd an English one out of the twenty nearest; its
+    name, shared with the question, finds it by full text. Relevance blends words (BM25
+    relative to the best candidate) with meaning; a document sharing no words keeps
+    router.meaning_floor of its meaning."""
+    for i in range(60):
+        mem.semantic.store(
+            "decisions",
+            [f"AGENT{i}の決定: 第1四半期の予算は広告費の削減とする（案{i}）。"],
+            agent_name=f"agent{i}",
+        )
+    mem.semantic.store(
+        "decisions",
+        ["Fennecの予算: keep the events line at twice last year's."],
+        ids=["fennec"],
+        agent_name="cfo",
+    )
+    question = "Fennecの予算は？"
+    nearest = mem.semantic.query("decisions", question, n_results=20)
+    assert "fennec" not in {h.doc_id for h in nearest}
+    words = mem.semantic.search_text("decisions", question)
+    assert next(iter(words)) == "fennec"
+    recalled = mem.recall(question, agent_name="ceo", layers=["semantic"], budget_tokens=20_000)
+    items = {i.id: i for i in recalled.items}
+    fennec = items["decisions/fennec"]
+    assert recalled.items[0] is fennec
+    assert "shares the question's words" in fennec.why
+
+    def meaning(doc_id: str) -> float:
+        (hit,) = mem.semantic.query("decisions", question, ids=[doc_id])
+        return float(mem.embedder.calibrate(hit.similarity, "query"))
+
+    assert fennec.score == pytest.approx((1 + meaning("fennec")) / 2, abs=1e-6)
+    crowd = next(i for i in items.values() if i.id != "decisions/fennec")
+    doc_id = crowd.id.split("/", 1)[1]
+    # BM25 relative to the best, times the share of the question's content words held.
+    share = words.get(doc_id, 0.0) / words["fennec"] * coverage(["fennec", "予算"], crowd.text)
+    expected = max((share + meaning(doc_id)) / 2, 0.95 * meaning(doc_id))
+    assert crowd.score == pytest.approx(expected, abs=1e-6)

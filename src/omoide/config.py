@@ -306,8 +306,9 @@ class RouterConfig:
     #: identifiers but another of the same form (``E-02365`` when asked about ``E-03424``,
     #: ``Q2`` for ``Q1``): it is about another incident or quarter, however alike it reads.
     other_identifier_factor: float = 0.5
-    #: A semantic document's relevance blends the question's words (full-text BM25, relative
-    #: to the best candidate) with its meaning as ``(words + dense_weight * meaning) /
+    #: A semantic document's relevance blends the question's words (full-text BM25 relative
+    #: to the best candidate, times the share of the question's content words the document
+    #: holds) with its meaning as ``(words + dense_weight * meaning) /
     #: (1 + dense_weight)``, but never falls below this share of its meaning alone: a
     #: document written in the other language cannot share the question's words.
     meaning_floor: float = 0.95

@@ -15,7 +15,14 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["analyze", "coverage", "index_text", "match_expression", "query_terms"]
+__all__ = [
+    "analyze",
+    "content_terms",
+    "coverage",
+    "index_text",
+    "match_expression",
+    "query_terms",
+]
 
 _CJK_CHARS = (
     "\u3005\u3006\u3007"  # 々 〆 〇
@@ -30,6 +37,7 @@ _CJK_CHARS = (
 _CJK_RUN = re.compile(f"[{_CJK_CHARS}]+")
 _TOKEN = re.compile(f"[{_CJK_CHARS}]+|[^\\W_]+")
 _HIRAGANA_ONLY = re.compile("^[\u3040-\u309f]+$")
+_HIRAGANA = re.compile("[\u3040-\u309f]")
 
 STOP_WORDS = frozenset(
     [
@@ -204,6 +212,14 @@ def query_terms(query: str) -> list[str]:
     terms = [t for t in dict.fromkeys(analyze(query)) if t not in STOP_WORDS]
     content = [t for t in terms if not _HIRAGANA_ONLY.match(t)]
     return content or terms
+
+
+def content_terms(query: str) -> list[str]:
+    """The terms of a query that say what it is about: :func:`query_terms` without the
+    bigrams holding hiragana (何を, 決め: particles and verb endings beside a word), unless
+    nothing else remains. The share of these a text holds is its :func:`coverage`."""
+    terms = query_terms(query)
+    return [t for t in terms if not _HIRAGANA.search(t)] or terms
 
 
 def _key(term: str) -> str:

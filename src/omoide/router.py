@@ -31,12 +31,14 @@ Importance is a prior on relevance in every layer: relevance is multiplied by
 outrank a decision marked 0.8 that matches as well — and a store whose items all share the
 default importance ranks exactly as without it. Documents are scored by their words and their
 meaning: the BM25 of the document's full text (:meth:`SemanticStore.search_text`) normalised
-by the best candidate, blended with calibrated similarity as for episodes, but never below
-``router.meaning_floor`` times the similarity alone (a document in the other language shares
-no words with the question). The documents the words find are candidates too. The current
-version of a versioned fact whose subject the question names is also asked for on its own
-and gains ``router.subject_bonus`` times the share of its subject's words named, and one whose
-earlier version matches the question better ranks as well as that version.
+by the best candidate and multiplied by the share of the question's content words it holds
+(:func:`omoide.fulltext.coverage`), blended with calibrated similarity as for episodes, but
+never below ``router.meaning_floor`` times the similarity alone (a document in the other
+language shares no words with the question). The documents the words find are candidates
+too. The current version of a versioned fact whose subject the question names is also asked
+for on its own and gains ``router.subject_bonus`` times the share of its subject's words
+named, and one whose earlier version matches the question better ranks as well as that
+version.
 
 Identifiers the question names (:mod:`omoide.identifiers`: ``E-03424``, ``Q1``) weigh in every
 layer: an item holding a rare one gains ``router.identifier_bonus``; one naming only another
@@ -70,6 +72,7 @@ from .context import (
 )
 from .episodic import episode_text
 from .errors import NotFoundError, UnknownLayerError, ValidationError
+from .fulltext import content_terms, coverage
 from .identifiers import identifier_tokens, identifiers, names_another
 from .procedural import trigger_match
 from .scope import teams_of
@@ -350,6 +353,7 @@ class Router:
         config = mem.config.router
         bonus, prior, beta = config.subject_bonus, config.importance_prior, config.dense_weight
         codes = _codes(query)
+        terms = content_terms(query)
         for collection in mem.semantic.collections:
             if mem.semantic.count(collection) == 0:
                 continue
@@ -366,7 +370,9 @@ class Router:
             for hit in hits:
                 relevance = float(mem.embedder.calibrate(hit.similarity, "query"))
                 why = plan.reasons["semantic"] + f" (collection {collection})"
-                text_part = words.get(hit.doc_id, 0.0) / best_words if best_words > 0 else 0.0
+                text_part = 0.0
+                if best_words > 0 and hit.doc_id in words:
+                    text_part = words[hit.doc_id] / best_words * coverage(terms, hit.document)
                 hybrid = (text_part + beta * relevance) / (1 + beta)
                 if hybrid > relevance:
                     why += "; shares the question's words"
