@@ -252,17 +252,6 @@ def test_question_naming_an_agent_prefers_its_episodes(mem: Memory) -> None:
     assert japanese.items[0].why.startswith("written by cfo, whom the question names")
 
 
-def test_names_finds_latin_names_as_whole_words_even_beside_japanese() -> None:
-    from omoide.router import _names
-
-    assert _names("hrはQ2 priorityについて何を決めた？", "hr")
-    assert _names("What did the HR team decide?", "hr")
-    assert _names("営業のsales担当", "sales")
-    assert not _names("three options", "hr")
-    assert not _names("hr2 decided", "hr")
-    assert _names("田中さんの決定", "田中")
-
-
 def test_every_recall_is_logged(stocked: Memory, clock: ManualClock) -> None:
     context = stocked.recall("価格", agent_name="cto")
     record = stocked.recall_log.get(context.recall_id or "")
@@ -334,20 +323,6 @@ def test_settings_change_the_ranking(tmp_path: object, clock: ManualClock) -> No
         scores_alone = {i.id: i.metadata["relevance"] for i in alone.items}
     assert scores["t1"] > 0.3  # its neighbour asked about the pottery class
     assert scores_alone.get("t1", 0.0) == 0.0
-
-
-def test_subject_share_reads_the_subjects_last_part() -> None:
-    from omoide.router import _subject_share
-
-    assert _subject_share("When are production deploys allowed?", "policy.deploy_window") == 0.5
-    assert (
-        _subject_share("What is the support response-time target?", "support.response_target") == 1
-    )
-    assert _subject_share("Is fastyaml allowed?", "dependency.yaml_parser") == 0.5
-    assert _subject_share("Which CI do we use?", "tooling.ci") == 1
-    assert _subject_share("Which city do we fly to?", "tooling.ci") == 0  # not inside words
-    assert _subject_share("Proプランの今の価格は？", "pricing.pro_plan") == 0.5
-    assert _subject_share("anything", "x.__") == 0
 
 
 def test_a_fact_whose_subject_the_question_names_is_found_in_a_crowd(

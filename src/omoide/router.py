@@ -62,6 +62,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .candidates import codes, gather_documents, names_agent, subject_share
 from .context import (
     FOOTER,
     Context,
@@ -73,7 +74,7 @@ from .context import (
 from .episodic import episode_text
 from .errors import NotFoundError, UnknownLayerError, ValidationError
 from .fulltext import content_terms, coverage
-from .identifiers import identifier_tokens, identifiers, names_another
+from .identifiers import identifiers, names_another
 from .procedural import trigger_match
 from .scope import teams_of
 from .timeexpr import TimeRange, find_time_range
@@ -82,7 +83,6 @@ from .validation import check_datetime, check_name, check_positive_int, check_te
 if TYPE_CHECKING:
     from .config import RouterConfig
     from .memory import Memory
-    from .models import QueryHit
 
 __all__ = ["LAYERS", "Context", "ContextItem", "Route", "Router", "route"]
 
@@ -94,15 +94,6 @@ MAX_QUERY_CHARS = 10_000
 MIN_TRUNCATED_TOKENS = 24
 #: Packing stops after this many items that did not fit (the budget is as good as full).
 MAX_MISSES = 3
-#: Versions of facts (current or superseded) asked for on their own, per collection.
-VERSIONS_ASKED = 10
-#: Documents asked for on their own per agent the question names, and at most how many agents.
-AUTHORED_ASKED = 10
-MAX_AUTHORS_ASKED = 3
-#: Documents asked for by their words (full text, BM25) per collection.
-TEXT_ASKED = 20
-#: Identifiers of a question that count (the first ones named).
-MAX_IDENTIFIERS = 5
 
 _PAST_EN = re.compile(
     r"\b(?:last time|previous(?:ly)?|before|earlier|did (?:we|i|you|they|he|she)|"
@@ -305,10 +296,12 @@ class Router:
         cosines = np.array([c.cosine for c in found.values()], dtype=np.float32)
         dense = mem.embedder.calibrate(cosines, "query")
         weight = plan.weights["episodic"]
-        named = {a for a in {c.episode.agent_name for c in found.values()} if _names(query, a)}
-        codes = _codes(query)
+        named = {a for a in {c.episode.agent_name for c in found.values()} if names_agent(query, a)}
+        question_codes = codes(query)
         limit = config.rare_identifier_docs
-        rare = [c for c in codes if 0 < mem.episodic.count_holding(c, limit=limit + 1) <= limit]
+        rare = [
+            c for c in question_codes if 0 < mem.episodic.count_holding(c, limit=limit + 1) <= limit
+        ]
         items = []
         for (_id, c), dense_part in zip(found.items(), dense, strict=True):
             text_part = c.key_score / best if best > 0 else 0.0
@@ -316,7 +309,7 @@ class Router:
             episode = c.episode
             text = episode_text(episode.description, episode.outcome)
             why = plan.reasons["episodic"]
-            relevance, why = _identified(relevance, why, text, codes, rare, config)
+            relevance, why = _identified(relevance, why, text, question_codes, rare, config)
             score = (
                 config.relevance_weight
                 * relevance
@@ -352,22 +345,23 @@ class Router:
         items = []
         config = mem.config.router
         bonus, prior, beta = config.subject_bonus, config.importance_prior, config.dense_weight
-        codes = _codes(query)
+        question_codes = codes(query)
         terms = content_terms(query)
         for collection in mem.semantic.collections:
             if mem.semantic.count(collection) == 0:
                 continue
-            hits, scarce, stale, authors = self._semantic_hits(collection, query, agent, teams)
-            words = mem.semantic.search_text(
+            found = gather_documents(
+                mem.semantic,
+                mem.embedder,
                 collection,
                 query,
-                limit=len(hits) or 1,
-                among=[h.doc_id for h in hits],
                 reader=agent,
                 reader_teams=teams,
+                rare_limit=config.rare_identifier_docs,
             )
+            words, stale = found.words, found.stale
             best_words = max(words.values(), default=0.0)
-            for hit in hits:
+            for hit in found.hits:
                 relevance = float(mem.embedder.calibrate(hit.similarity, "query"))
                 why = plan.reasons["semantic"] + f" (collection {collection})"
                 text_part = 0.0
@@ -385,10 +379,12 @@ class Router:
                     if stale.get(subject, 0.0) > relevance:
                         relevance = stale[subject]
                         why += f"; the current version of {subject}, whose earlier version matches"
-                    if share := _subject_share(query, subject):
+                    if share := subject_share(query, subject):
                         relevance += bonus * share
                         why += f"; the current version of {subject}, which the question names"
-                relevance, why = _identified(relevance, why, hit.document, codes, scarce, config)
+                relevance, why = _identified(
+                    relevance, why, hit.document, question_codes, found.rare, config
+                )
                 importance = hit.metadata.get("importance")
                 if isinstance(importance, int | float) and 0 <= importance <= 1:
                     relevance *= _prior(float(importance), prior)
@@ -396,7 +392,7 @@ class Router:
                     doc = mem.semantic.get(collection, hit.doc_id, reader=agent, reader_teams=teams)
                 except NotFoundError:  # removed since the query
                     continue
-                if doc.agent_name in authors:
+                if doc.agent_name in found.authors:
                     relevance += config.author_bonus
                     why = f"written by {doc.agent_name}, whom the question names; {why}"
                 items.append(
@@ -412,172 +408,6 @@ class Router:
                     )
                 )
         return items
-
-    def _semantic_hits(
-        self, collection: str, query: str, agent: str, teams: frozenset[str]
-    ) -> tuple[list[QueryHit], list[str], dict[str, float], list[str]]:
-        """The documents of ``collection`` worth scoring for ``query``: the nearest, and those
-        the nearest can miss in a crowded collection — the current versions of the facts the
-        question names or matches an earlier version of, the holders of a rare identifier it
-        names, the nearest written by an agent it names. Also: those rare identifiers, the
-        subjects whose earlier versions match (with their relevance), the agents named."""
-        mem = self._mem
-        hits = mem.semantic.query(
-            collection, query, n_results=20, reader=agent, reader_teams=teams, touch=False
-        )
-        rare = self._rare_identifiers(collection, query, agent, teams)
-        subjects = mem.semantic.current_subjects(collection)
-        versions = self._versions(collection, query, subjects, agent, teams)
-        stale = self._stale_subjects(versions)
-        authors = [a for a in mem.semantic.authors(collection) if _names(query, a)]
-        by_words = [
-            d
-            for d in mem.semantic.search_text(
-                collection, query, limit=TEXT_ASKED, reader=agent, reader_teams=teams
-            )
-            if d not in {h.doc_id for h in hits}
-        ]
-        extras = [
-            self._named(collection, query, subjects, agent, teams),
-            mem.semantic.query(
-                collection,
-                query,
-                n_results=len(by_words),
-                ids=by_words,
-                reader=agent,
-                reader_teams=teams,
-                touch=False,
-                current_first=False,
-            )
-            if by_words
-            else [],
-            *rare.values(),
-            versions,
-            self._current_versions(collection, query, stale, agent, teams),
-            *(
-                mem.semantic.query(
-                    collection,
-                    query,
-                    n_results=AUTHORED_ASKED,
-                    author=author,
-                    reader=agent,
-                    reader_teams=teams,
-                    touch=False,
-                )
-                for author in authors[:MAX_AUTHORS_ASKED]
-            ),
-        ]
-        seen = {h.doc_id for h in hits}
-        for extra in extras:
-            for hit in extra:
-                if hit.doc_id not in seen:
-                    seen.add(hit.doc_id)
-                    hits.append(hit)
-        return hits, list(rare), stale, authors
-
-    def _named(
-        self,
-        collection: str,
-        query: str,
-        subjects: Sequence[str],
-        agent: str,
-        teams: frozenset[str],
-    ) -> list[QueryHit]:
-        """Current versions of the facts whose subject the question names, asked for on
-        their own so that a crowded collection cannot push them out of the nearest."""
-        mem = self._mem
-        named = [s for s in subjects if _subject_share(query, s)]
-        if not named:
-            return []
-        return mem.semantic.query(
-            collection,
-            query,
-            n_results=len(named),
-            where={"subject": {"$in": named}},
-            reader=agent,
-            reader_teams=teams,
-            touch=False,
-        )
-
-    def _versions(
-        self,
-        collection: str,
-        query: str,
-        subjects: Sequence[str],
-        agent: str,
-        teams: frozenset[str],
-    ) -> list[QueryHit]:
-        """The versions of ``subjects`` (facts with a live current version) nearest the
-        question, current or superseded alike."""
-        if not subjects:
-            return []
-        return self._mem.semantic.query(
-            collection,
-            query,
-            n_results=VERSIONS_ASKED,
-            where={"subject": {"$in": list(subjects)}},
-            reader=agent,
-            reader_teams=teams,
-            touch=False,
-            current_first=False,
-        )
-
-    def _stale_subjects(self, hits: Sequence[QueryHit]) -> dict[str, float]:
-        """The subjects of the superseded versions among ``hits``, each with its best
-        relevance: a question that matches an earlier version of a fact (the Japanese
-        statement of a price since restated in English) asks for its current value."""
-        stale: dict[str, float] = {}
-        for hit in hits:
-            subject = hit.metadata.get("subject")
-            if not hit.current and isinstance(subject, str):
-                relevance = float(self._mem.embedder.calibrate(hit.similarity, "query"))
-                stale[subject] = max(relevance, stale.get(subject, 0.0))
-        return stale
-
-    def _current_versions(
-        self,
-        collection: str,
-        query: str,
-        subjects: Mapping[str, float],
-        agent: str,
-        teams: frozenset[str],
-    ) -> list[QueryHit]:
-        """The current versions of ``subjects`` that ``agent`` may read."""
-        if not subjects:
-            return []
-        hits = self._mem.semantic.query(
-            collection,
-            query,
-            n_results=len(subjects),
-            where={"subject": {"$in": sorted(subjects)}},
-            reader=agent,
-            reader_teams=teams,
-            touch=False,
-        )
-        return [h for h in hits if h.current]
-
-    def _rare_identifiers(
-        self, collection: str, query: str, agent: str, teams: frozenset[str]
-    ) -> dict[str, list[QueryHit]]:
-        """For each identifier the question names (at most five) that few documents hold:
-        those documents. The semantic layer has no full-text index, and an embedding barely
-        tells ``E-24174`` from ``E-24742``."""
-        mem = self._mem
-        limit = mem.config.router.rare_identifier_docs
-        found: dict[str, list[QueryHit]] = {}
-        for code in _codes(query):
-            hits = mem.semantic.query(
-                collection,
-                query,
-                n_results=limit + 1,
-                where_document={"$contains": code},
-                reader=agent,
-                reader_teams=teams,
-                touch=False,
-            )
-            if 0 < len(hits) <= limit:
-                found[code] = hits
-        return found
 
     def _procedural(
         self, query: str, agent: str, teams: frozenset[str], plan: Route
@@ -717,45 +547,9 @@ def _check_layers(layers: Sequence[str] | None) -> tuple[str, ...]:
     return tuple(layer for layer in LAYERS if layer in layers)
 
 
-def _names(query: str, agent: str) -> bool:
-    """True if ``query`` names ``agent``: a name in Latin letters as a whole word, where the
-    word may end at Japanese text ("hrは" names hr, "three" does not); a CJK name anywhere."""
-    name = unicodedata.normalize("NFKC", agent).casefold()
-    text = unicodedata.normalize("NFKC", query).casefold()
-    if len(name) < 2 or name not in text:
-        return False
-    if not name.isascii():
-        return True
-    pattern = rf"(?<![0-9a-z_]){re.escape(name)}(?![0-9a-z_])"
-    return re.search(pattern, text, flags=re.ASCII) is not None
-
-
 def _prior(importance: float, strength: float) -> float:
     """The factor an item's relevance gets from its importance (1 at the neutral 0.5)."""
     return 1.0 + strength * (importance - 0.5)
-
-
-def _subject_share(query: str, subject: str) -> float:
-    """The share of the words of a subject's last part (``policy.deploy_window``: deploy,
-    window) that ``query`` names, case-insensitively. Words of three letters or more count
-    inside longer words ("yaml" in "fastyaml"), shorter ones only whole ("CI")."""
-    last = re.split(r"[./:]", subject.casefold())[-1]
-    words = [w for w in re.split(r"[^0-9a-z]+", last) if w]
-    if not words:
-        return 0.0
-    text = unicodedata.normalize("NFKC", query).casefold()
-
-    def named(word: str) -> bool:
-        if len(word) >= 3:
-            return word in text
-        return re.search(rf"(?<![0-9a-z]){re.escape(word)}(?![0-9a-z])", text) is not None
-
-    return sum(named(w) for w in words) / len(words)
-
-
-def _codes(query: str) -> list[str]:
-    """The identifiers a question names that count, in the order named."""
-    return identifier_tokens(query)[:MAX_IDENTIFIERS]
 
 
 def _identified(
