@@ -8,10 +8,12 @@ downloads a model at run time).
 
 A document longer than the embedder's window is split into chunks
 (:mod:`omoide.chunking`), stored in Chroma as ``<doc id>#<n>``. Each whole document is also
-registered in SQLite (``semantic_docs``): its text, owner, scope, lifecycle state and access
-statistics. A write registers the document as *pending*, writes the chunks to Chroma, then
-marks it *active*; a crash in between leaves a pending row that the next open completes, so
-Chroma and SQLite never disagree for long and never lose an acknowledged document.
+registered in SQLite (``semantic_docs``, read through :mod:`omoide.registry`): its text, owner,
+scope, lifecycle state and access statistics, with its full text indexed for
+:meth:`SemanticStore.search_text`. A write registers the document as *pending*, writes the
+chunks to Chroma, then marks it *active*; a crash in between leaves a pending row that the
+next open completes, so Chroma and SQLite never disagree for long and never lose an
+acknowledged document.
 
 Metadata keys starting with ``_`` belong to omoide (``_doc``, ``_chunk``, ``_agent``,
 ``_scope``, ``_global``, ``_r:agent:NAME`` / ``_r:team:NAME`` reader flags, ``_current``,
@@ -36,7 +38,7 @@ import numpy as np
 
 from .cache import InformationCache
 from .chunking import chunk_text
-from .clock import Clock, from_timestamp, to_timestamp
+from .clock import Clock, to_timestamp
 from .config import SemanticConfig
 from .embeddings import Embedder
 from .errors import (
@@ -57,7 +59,8 @@ from .filters import (
 )
 from .fulltext import match_expression
 from .models import CollectionStats, QueryHit, SemanticDocument
-from .scope import GLOBAL, normalize_scope, reader_predicate
+from .registry import DocumentRegistry
+from .scope import GLOBAL, normalize_scope
 from .storage import Database
 from .validation import (
     check_datetime,
@@ -98,6 +101,7 @@ class SemanticStore:
         protection: DocumentProtection | None = None,
     ) -> None:
         self._db = db
+        self._registry = DocumentRegistry(db, clock)
         self._client = client
         self._embedder = embedder
         self._clock = clock
@@ -314,7 +318,7 @@ class SemanticStore:
         :meth:`query` reads it from the registry)."""
         chunk_ids = [
             f"{r['id']}#{i}"
-            for r in self._rows(collection, doc_ids)
+            for r in self._registry.rows(collection, doc_ids)
             if r["state"] in ("active", "compressed")
             for i in range(int(r["chunk_count"]))
         ]
@@ -409,7 +413,7 @@ class SemanticStore:
         ``deleting`` → chunks removed → row removed. Every step can be repeated safely.
         """
         coll = self._collection(collection)
-        for row in self._rows(collection, doc_ids):
+        for row in self._registry.rows(collection, doc_ids):
             state = row["state"]
             if state == "pending":
                 chunks = self.chunk(row["content"])
@@ -459,7 +463,7 @@ class SemanticStore:
         doc_ids = [
             check_name(f"ids[{i}]", x) for i, x in enumerate(self._check_list("ids", ids, None))
         ]
-        rows = self._rows(collection, doc_ids)
+        rows = self._registry.rows(collection, doc_ids)
         protected = [r["id"] for r in rows if r["protected"]]
         if protected:
             raise ProtectedMemoryError(
@@ -549,7 +553,7 @@ class SemanticStore:
             about = str(exc).lower()
             field = "where_document" if "regex" in about or "document" in about else "where"
             raise ValidationError(field, str(exc)) from None
-        live = self._live_versions(
+        live = self._registry.live_versions(
             collection,
             [
                 str((m or {}).get("_doc", c.split("#")[0]))
@@ -585,7 +589,7 @@ class SemanticStore:
         hits.sort(key=lambda h: (current_first and not h.current, h.distance))
         hits = hits[:n_results]
         if touch and hits:
-            self._touch(collection, [h.doc_id for h in hits])
+            self._registry.touch(collection, [h.doc_id for h in hits])
         return hits
 
     def search_text(
@@ -612,35 +616,14 @@ class SemanticStore:
         expression = match_expression(query_text)
         if expression is None:
             return {}
-        scope_sql, params = reader_predicate(
-            reader, reader_teams, owner_column="d.agent_name", scope_column="d.scope"
+        return self._registry.search_text(
+            collection,
+            expression,
+            limit=limit,
+            among=None if among is None else [str(x) for x in among],
+            reader=reader,
+            reader_teams=reader_teams,
         )
-        sql = (
-            "SELECT d.id, -bm25(semantic_docs_fts) FROM semantic_docs_fts f "
-            "CROSS JOIN semantic_docs d ON d.rowid = f.rowid "
-            "WHERE semantic_docs_fts MATCH ? AND d.collection = ? "
-            "AND d.state IN ('active', 'compressed') "
-            "AND (d.expires_at IS NULL OR d.expires_at > ?) "
-            f"AND {scope_sql}"
-        )
-        args: list[Any] = [expression, collection, to_timestamp(self._clock.now()), *params]
-        if among is not None:
-            wanted = list(dict.fromkeys(str(x) for x in among))
-            if not wanted:
-                return {}
-            sql += f" AND d.id IN ({', '.join('?' * len(wanted))})"
-            args.extend(wanted)
-        sql += " ORDER BY bm25(semantic_docs_fts) LIMIT ?"
-        return {str(r[0]): max(0.0, float(r[1])) for r in self._db.query(sql, [*args, limit])}
-
-    def _live_versions(self, collection: str, doc_ids: Sequence[str]) -> dict[str, bool]:
-        """For the documents that are searchable (active or compressed), whether each is the
-        current version of its subject. The registry is the truth; Chroma's flags follow it."""
-        return {
-            r["id"]: r["superseded_by"] is None
-            for r in self._rows(collection, list(dict.fromkeys(doc_ids)))
-            if r["state"] in ("active", "compressed")
-        }
 
     def get(
         self,
@@ -653,15 +636,10 @@ class SemanticStore:
         """The whole document with this id (NotFoundError if absent or not visible)."""
         self._collection(collection)
         check_name("id", doc_id)
-        scope_sql, params = reader_predicate(reader, reader_teams)
-        row = self._db.query_one(
-            f"SELECT * FROM semantic_docs WHERE collection=? AND id=? AND state != 'pending' "
-            f"AND {scope_sql}",
-            (collection, doc_id, *params),
-        )
-        if row is None:
+        found = self._registry.get(collection, doc_id, reader, reader_teams)
+        if found is None:
             raise NotFoundError("document", f"{collection}/{doc_id}")
-        return _document(row)
+        return found
 
     def chunk(self, text: str) -> list[str]:
         """The chunks :meth:`store` would write for ``text``."""
@@ -715,22 +693,8 @@ class SemanticStore:
 
     def collection_stats(self) -> list[CollectionStats]:
         """Each collection's declared purpose, retention and cap beside its current usage."""
-        now = to_timestamp(self._clock.now())
-        counts: dict[tuple[str, str], int] = {
-            (r["collection"], r["state"]): int(r["n"])
-            for r in self._db.query(
-                "SELECT collection, state, COUNT(*) AS n FROM semantic_docs "
-                "GROUP BY collection, state"
-            )
-        }
-        expired = {
-            r["collection"]: int(r["n"])
-            for r in self._db.query(
-                "SELECT collection, COUNT(*) AS n FROM semantic_docs WHERE expires_at IS NOT NULL "
-                "AND expires_at <= ? AND state='active' GROUP BY collection",
-                (now,),
-            )
-        }
+        counts = self._registry.counts()
+        expired = self._registry.expired_counts()
         stats = []
         for name, spec in self.config.collections.items():
             stats.append(
@@ -764,55 +728,36 @@ class SemanticStore:
         """Documents of a collection, newest first."""
         self._collection(collection)
         check_positive_int("limit", limit)
-        scope_sql, params = reader_predicate(reader, reader_teams)
-        return [
-            _document(r)
-            for r in self._db.query(
-                f"SELECT * FROM semantic_docs WHERE collection=? AND state=? AND {scope_sql} "
-                "ORDER BY updated_at DESC, id LIMIT ? OFFSET ?",
-                (collection, state, *params, limit, max(0, int(offset))),
-            )
-        ]
+        return self._registry.documents(
+            collection,
+            limit=limit,
+            offset=max(0, int(offset)),
+            reader=reader,
+            reader_teams=reader_teams,
+            state=state,
+        )
 
     def touch(self, collection: str, doc_ids: Sequence[str]) -> None:
         """Count one access of each document (a ranker outside :meth:`query` returned it)."""
         self._collection(collection)
-        self._touch(collection, [check_name(f"doc_ids[{i}]", d) for i, d in enumerate(doc_ids)])
+        self._registry.touch(
+            collection, [check_name(f"doc_ids[{i}]", d) for i, d in enumerate(doc_ids)]
+        )
 
     def current_subjects(self, collection: str) -> list[str]:
         """The subjects of ``collection`` that have a live current version, sorted."""
         self._collection(collection)
-        return [
-            r["subject"]
-            for r in self._db.query(
-                "SELECT DISTINCT subject FROM semantic_docs WHERE collection = ? "
-                "AND subject IS NOT NULL AND superseded_by IS NULL "
-                "AND state IN ('active', 'compressed') ORDER BY subject",
-                (collection,),
-            )
-        ]
+        return self._registry.current_subjects(collection)
 
     def authors(self, collection: str) -> list[str]:
         """The agents that wrote the searchable documents of ``collection``, sorted."""
         self._collection(collection)
-        return [
-            r["agent_name"]
-            for r in self._db.query(
-                "SELECT DISTINCT agent_name FROM semantic_docs WHERE collection = ? "
-                "AND agent_name != '' AND state IN ('active', 'compressed') ORDER BY agent_name",
-                (collection,),
-            )
-        ]
+        return self._registry.authors(collection)
 
     def count(self, collection: str, *, state: str = "active") -> int:
         """Number of documents (not chunks) in a collection."""
         self._collection(collection)
-        return int(
-            self._db.scalar(
-                "SELECT COUNT(*) FROM semantic_docs WHERE collection=? AND state=?",
-                (collection, state),
-            )
-        )
+        return self._registry.count(collection, state)
 
     def count_chunks(self, collection: str) -> int:
         """Number of chunks ChromaDB holds for a collection."""
@@ -844,22 +789,9 @@ class SemanticStore:
             raise ValidationError(field, f"has {len(value)} items but documents has {length}")
         return list(value)
 
-    def _rows(self, collection: str, doc_ids: Sequence[str]) -> list[Any]:
-        rows: list[Any] = []
-        for start in range(0, len(doc_ids), 500):
-            part = list(doc_ids[start : start + 500])
-            rows.extend(
-                self._db.query(
-                    f"SELECT * FROM semantic_docs WHERE collection=? AND id IN "
-                    f"({','.join('?' * len(part))})",
-                    (collection, *part),
-                )
-            )
-        return rows
-
     def _check_capacity(self, collection: str, doc_ids: Sequence[str]) -> None:
         spec = self.config.collections[collection]
-        existing = {r["id"] for r in self._rows(collection, doc_ids)}
+        existing = {r["id"] for r in self._registry.rows(collection, doc_ids)}
         new = len([d for d in doc_ids if d not in existing])
         count = self.count(collection) + self.count(collection, state="pending")
         if new and count + new > spec.max_docs and spec.on_full == "refuse":
@@ -871,44 +803,9 @@ class SemanticStore:
     def _check_protected_overwrite(
         self, collection: str, docs: Mapping[str, tuple[str, dict[str, Any]]]
     ) -> None:
-        for row in self._rows(collection, list(docs)):
+        for row in self._registry.rows(collection, list(docs)):
             if row["protected"] and docs[row["id"]][0] != row["content"]:
                 raise ProtectedMemoryError(
                     f"document {row['id']!r} in {collection!r} is protected by a never-forget "
                     "rule; its content cannot be replaced (store a new document instead)"
                 )
-
-    def _touch(self, collection: str, doc_ids: Sequence[str]) -> None:
-        now = to_timestamp(self._clock.now())
-        with self._db.transaction() as conn:
-            conn.executemany(
-                "UPDATE semantic_docs SET access_count = access_count + 1, last_accessed = ? "
-                "WHERE collection = ? AND id = ?",
-                [(now, collection, d) for d in dict.fromkeys(doc_ids)],
-            )
-
-
-def _document(row: Any) -> SemanticDocument:
-    def ts(value: Any) -> datetime | None:
-        return None if value is None else from_timestamp(value)
-
-    return SemanticDocument(
-        id=row["id"],
-        collection=row["collection"],
-        document=row["content"],
-        metadata=json.loads(row["metadata"]),
-        agent_name=row["agent_name"],
-        scope=row["scope"],
-        created_at=from_timestamp(row["created_at"]),
-        updated_at=from_timestamp(row["updated_at"]),
-        chunk_count=int(row["chunk_count"]),
-        access_count=int(row["access_count"]),
-        last_accessed=ts(row["last_accessed"]),
-        state=row["state"],
-        protected=bool(row["protected"]),
-        subject=row["subject"],
-        version=row["version"],
-        superseded_by=row["superseded_by"],
-        superseded_at=ts(row["superseded_at"]),
-        expires_at=ts(row["expires_at"]),
-    )
