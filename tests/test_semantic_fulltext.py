@@ -139,3 +139,14 @@ def test_migration_indexes_existing_documents(tmp_path: Path, clock: ManualClock
         db.close()
     with Memory(tmp_path / "d", clock=clock) as mem:
         assert list(mem.semantic.search_text("decisions", "hiring engineers")) == ["hiring"]
+
+
+def test_imported_documents_are_found_by_their_words(
+    decided: Memory, tmp_path: Path, clock: ManualClock
+) -> None:
+    from omoide.transfer import export_jsonl, import_jsonl
+
+    lines = list(export_jsonl(decided))
+    with Memory(tmp_path / "copy", clock=clock, embedder=decided.embedder) as target:
+        import_jsonl(target, lines)
+        assert list(target.semantic.search_text("decisions", "hiring engineers")) == ["hiring"]
