@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from omoide import ManualClock, Memory
-from omoide.errors import ValidationError
+from omoide.errors import UnknownCollectionError, ValidationError
 from omoide.storage import Database
 from omoide.storage.migrations import MIGRATIONS
 
@@ -117,9 +117,17 @@ def test_queries_are_never_read_as_fts_syntax(decided: Memory) -> None:
         found = decided.semantic.search_text("decisions", query)
         assert all(doc_id in DECISIONS for doc_id in found)
     assert decided.semantic.search_text("decisions", "") == {}
-    with pytest.raises(ValidationError) as err:
-        decided.semantic.search_text("decisions", "budget", limit=0)
-    assert err.value.field == "limit"
+    for kwargs, field in (
+        ({"limit": 0}, "limit"),
+        ({"among": "budget"}, "among"),
+        ({"among": ["budget", 7]}, "among[1]"),
+        ({"reader": " padded"}, "reader"),
+    ):
+        with pytest.raises(ValidationError) as err:
+            decided.semantic.search_text("decisions", "budget", **kwargs)  # type: ignore[arg-type]
+        assert err.value.field == field
+    with pytest.raises(UnknownCollectionError):
+        decided.semantic.search_text("secrets", "budget")
 
 
 def test_migration_indexes_existing_documents(tmp_path: Path, clock: ManualClock) -> None:

@@ -613,6 +613,14 @@ class SemanticStore:
         self._collection(collection)
         query_text = check_text("query_text", query_text, max_chars=100_000, allow_empty=True)
         limit = check_positive_int("limit", limit, maximum=10_000)
+        wanted = None
+        if among is not None:
+            wanted = [
+                check_name(f"among[{i}]", x)
+                for i, x in enumerate(self._check_list("among", among, None))
+            ]
+        if reader is not None:
+            reader = check_name("reader", reader)
         expression = match_expression(query_text)
         if expression is None:
             return {}
@@ -620,7 +628,7 @@ class SemanticStore:
             collection,
             expression,
             limit=limit,
-            among=None if among is None else [str(x) for x in among],
+            among=wanted,
             reader=reader,
             reader_teams=reader_teams,
         )
