@@ -193,10 +193,7 @@ class SemanticStore:
         if ids is None:
             doc_ids = [content_id(d) for d in docs]
         else:
-            doc_ids = [
-                check_name(f"ids[{i}]", x)
-                for i, x in enumerate(self._check_list("ids", ids, len(docs)))
-            ]
+            doc_ids = self._check_names("ids", ids, len(docs))
             if any("#" in x for x in doc_ids):
                 raise ValidationError("ids", "ids may not contain '#' (it separates chunks)")
             if len(set(doc_ids)) != len(doc_ids):
@@ -460,9 +457,7 @@ class SemanticStore:
         is deleted.
         """
         self._collection(collection)
-        doc_ids = [
-            check_name(f"ids[{i}]", x) for i, x in enumerate(self._check_list("ids", ids, None))
-        ]
+        doc_ids = self._check_names("ids", ids)
         rows = self._registry.rows(collection, doc_ids)
         protected = [r["id"] for r in rows if r["protected"]]
         if protected:
@@ -518,9 +513,7 @@ class SemanticStore:
         if author is not None:
             clauses.append({"_agent": check_name("author", author)})
         if ids is not None:
-            wanted = [
-                check_name(f"ids[{i}]", x) for i, x in enumerate(self._check_list("ids", ids, None))
-            ]
+            wanted = self._check_names("ids", ids)
             if not wanted:
                 return []
             clauses.append({"_doc": {"$in": wanted}})
@@ -613,12 +606,7 @@ class SemanticStore:
         self._collection(collection)
         query_text = check_text("query_text", query_text, max_chars=100_000, allow_empty=True)
         limit = check_positive_int("limit", limit, maximum=10_000)
-        wanted = None
-        if among is not None:
-            wanted = [
-                check_name(f"among[{i}]", x)
-                for i, x in enumerate(self._check_list("among", among, None))
-            ]
+        wanted = None if among is None else self._check_names("among", among)
         if reader is not None:
             reader = check_name("reader", reader)
         expression = match_expression(query_text)
@@ -784,6 +772,12 @@ class SemanticStore:
             check_text(f"documents[{i}]", d, max_chars=self.config.max_document_chars)
             for i, d in enumerate(documents)
         ]
+
+    @classmethod
+    def _check_names(cls, field: str, value: Any, length: int | None = None) -> list[str]:
+        """A list of ids or names, each checked (``ids[2]`` names the bad one)."""
+        items = cls._check_list(field, value, length)
+        return [check_name(f"{field}[{i}]", x) for i, x in enumerate(items)]
 
     @staticmethod
     def _check_list(field: str, value: Any, length: int | None) -> list[Any]:
