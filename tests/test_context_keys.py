@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from omoide import ManualClock, Memory
-from omoide.context_keys import date_words, thread_of
+from omoide.context_keys import date_words, key_texts, thread_of
 from omoide.storage import Database
 from omoide.storage.migrations import MIGRATIONS
 
@@ -70,6 +70,17 @@ def test_neighbours_enter_the_key(mem: Memory) -> None:
     assert "matcha" in k["s1-1"][2]  # far: two places away
     assert "kyoto" not in k["s1-3"][1] and "kyoto" not in k["s1-3"][2]
     assert "may" in k["s1-1"][0]  # its date, in words
+
+
+def test_key_texts_hold_every_column(mem: Memory) -> None:
+    turns(mem, CONVERSATION)
+    assert mem.db is not None
+    rowids = {r[1]: int(r[0]) for r in mem.db.query("SELECT rowid, id FROM episodes")}
+    texts = key_texts(mem.db, [rowids["s1-1"], rowids["s1-4"], 10_000])
+    assert set(texts) == {rowids["s1-1"], rowids["s1-4"]}  # an unknown rowid has no key
+    answer = texts[rowids["s1-1"]].split()
+    assert {"amazing", "kyoto", "food", "matcha", "caro", "may"} <= set(answer)
+    assert "kyoto" not in texts[rowids["s1-4"]]
 
 
 def test_answer_found_by_its_question(mem: Memory) -> None:

@@ -8,7 +8,7 @@ import pytest
 
 from omoide import ManualClock, Memory
 from omoide.errors import UnknownLayerError, ValidationError
-from omoide.fulltext import coverage
+from omoide.fulltext import content_terms, coverage
 from omoide.router import LAYERS, route
 
 NOW = datetime(2026, 3, 18, 9, 0, tzinfo=UTC)
@@ -586,8 +586,9 @@ def test_a_document_by_an_agent_the_question_names_is_found_in_a_crowd(mem: Memo
 def test_documents_are_found_and_ranked_by_their_words(mem: Memory) -> None:
     """Sixty Japanese budget decisions crowd an English one out of the twenty nearest; its
     name, shared with the question, finds it by full text. Relevance blends words (BM25
-    relative to the best candidate) with meaning; a document sharing no words keeps
-    router.meaning_floor of its meaning."""
+    relative to the best candidate) with meaning; a document sharing none of the question's
+    content words (another language) or all of them keeps router.meaning_floor of its
+    meaning, one sharing only some (another budget) does not."""
     for i in range(60):
         mem.semantic.store(
             "decisions",
@@ -619,6 +620,103 @@ def test_documents_are_found_and_ranked_by_their_words(mem: Memory) -> None:
     crowd = next(i for i in items.values() if i.id != "decisions/fennec")
     doc_id = crowd.id.split("/", 1)[1]
     # BM25 relative to the best, times the share of the question's content words held.
-    share = words.get(doc_id, 0.0) / words["fennec"] * coverage(["fennec", "予算"], crowd.text)
-    expected = max((share + meaning(doc_id)) / 2, 0.95 * meaning(doc_id))
-    assert crowd.score == pytest.approx(expected, abs=1e-6)
+    assert coverage(["fennec", "予算"], crowd.text) == 0.5
+    text_part = words.get(doc_id, 0.0) / words["fennec"] * 0.5
+    assert crowd.score == pytest.approx((text_part + meaning(doc_id)) / 2, abs=1e-6)
+
+
+def test_meaning_floor_spares_documents_sharing_all_or_none_of_the_words(mem: Memory) -> None:
+    """A document in the other language shares none of the question's content words and
+    keeps router.meaning_floor of its meaning; one sharing only some of them (the same
+    agent's decision on another topic) is scored by the blend alone."""
+    docs = {
+        "oncall-en": "OPS decided that the on-call rotation is weekly, four people.",
+        "oncall-ja": "opsの決定: on-callは週替わりの4人体制とする。",
+        "hiring-ja": "opsの決定: 採用はバックエンドエンジニア2名とする。",
+        "rotation-en": "The team rotates weekly between four people.",
+    }
+    mem.semantic.store("decisions", list(docs.values()), ids=list(docs), agent_name="lead")
+    question = "オンコール当番について何が決まった？"
+    other = mem.recall(question, agent_name="ceo", layers=["semantic"], budget_tokens=20_000)
+    words = mem.semantic.search_text("decisions", question)
+    terms = content_terms(question)
+
+    assert coverage(terms, docs["rotation-en"]) == 0 and "rotation-en" not in words
+    scores = {i.id.split("/", 1)[1]: i.score for i in other.items}
+    assert scores["rotation-en"] == pytest.approx(
+        0.95 * meaning_of(mem, question, "rotation-en"), abs=1e-6
+    )
+
+    question = "opsはon-callについて何を決めた？"
+    terms = content_terms(question)
+    assert coverage(terms, docs["oncall-ja"]) == 1.0
+    assert coverage(terms, docs["hiring-ja"]) == 0.5
+    recalled = mem.recall(question, agent_name="ceo", layers=["semantic"], budget_tokens=20_000)
+    words = mem.semantic.search_text("decisions", question)
+    best = max(words.values())
+    scores = {i.id.split("/", 1)[1]: i.score for i in recalled.items}
+    hiring = (words["hiring-ja"] / best * 0.5 + meaning_of(mem, question, "hiring-ja")) / 2
+    assert scores["hiring-ja"] == pytest.approx(hiring, abs=1e-6)
+    assert hiring < 0.95 * meaning_of(mem, question, "hiring-ja")  # the floor would lift it
+    oncall = (words["oncall-ja"] / best + meaning_of(mem, question, "oncall-ja")) / 2
+    assert scores["oncall-ja"] == pytest.approx(
+        max(oncall, 0.95 * meaning_of(mem, question, "oncall-ja")), abs=1e-6
+    )
+    assert recalled.items[0].id != "decisions/hiring-ja"
+
+
+def meaning_of(mem: Memory, question: str, doc_id: str) -> float:
+    (hit,) = mem.semantic.query("decisions", question, ids=[doc_id])
+    return float(mem.embedder.calibrate(hit.similarity, "query"))
+
+
+def test_episodes_are_ranked_by_the_share_of_the_questions_words_their_key_holds(
+    mem: Memory,
+) -> None:
+    """An agent's decisions on other topics share its name with the question but not the
+    topic; the share of the question's content words held by the episode and
+    its nearest turns multiplies the normalised BM25, so they no longer outrank the answer.
+    An answer that does not repeat the question's words holds them through its neighbour."""
+    for topic, choice in [("hiring", "two backend engineers"), ("priority", "security first")]:
+        mem.episodic.record(
+            "ops", "decision", f"opsの決定: {topic}は「{choice}」とする。", id=f"ops-{topic}"
+        )
+    mem.episodic.record(
+        "ops", "decision", "OPS decided that on-call is a weekly rotation.", id="ops-oncall"
+    )
+    for agent in ("ceo", "cto", "cfo", "legal", "design", "sales"):  # so "ops" is a rare word
+        mem.episodic.record(agent, "decision", f"{agent}の決定: budgetは「ads first」とする。")
+    mem.episodic.record_many(
+        [
+            {
+                "agent_name": who,
+                "event_type": "message",
+                "description": text,
+                "id": f"t{i}",
+                "timestamp": NOW + timedelta(seconds=i),
+                "context": {"thread": "chat"},
+            }
+            for i, (who, text) in enumerate(
+                [("mel", "How was the pottery class?"), ("caro", "Loved it, I made a bowl")]
+            )
+        ]
+    )
+    question = "opsはon-callについて何を決めた？"
+    terms = content_terms(question)
+    found = {c.episode.id: c for c in mem.episodic.candidates(question)}
+    assert coverage(terms, found["ops-oncall"].key) == 1.0
+    assert coverage(terms, found["ops-hiring"].key) == 0.5
+    assert found["ops-hiring"].key_score > 0.3 * found["ops-oncall"].key_score
+    recalled = mem.recall(question, agent_name="ceo", layers=["episodic"])
+    assert recalled.ids()[0] == "ops-oncall"
+
+    # Relevance is (BM25 / best × coverage + β × meaning) / (1 + β).
+    best = max(c.key_score for c in found.values())
+    for item in recalled.items:
+        c = found[item.id]
+        meaning = float(mem.embedder.calibrate(c.cosine, "query"))
+        expected = (c.key_score / best * coverage(terms, c.key) + meaning) / 2
+        assert item.metadata["relevance"] == pytest.approx(expected, abs=1e-6)
+
+    pottery = {c.episode.id: c for c in mem.episodic.candidates("pottery class")}
+    assert coverage(content_terms("pottery class"), pottery["t1"].key) == 1.0

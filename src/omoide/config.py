@@ -309,8 +309,9 @@ class RouterConfig:
     #: A semantic document's relevance blends the question's words (full-text BM25 relative
     #: to the best candidate, times the share of the question's content words the document
     #: holds) with its meaning as ``(words + dense_weight * meaning) /
-    #: (1 + dense_weight)``, but never falls below this share of its meaning alone: a
-    #: document written in the other language cannot share the question's words.
+    #: (1 + dense_weight)``. Unless it holds some but not all of those words (then it is
+    #: about something else sharing the question's frame), it never falls below this share
+    #: of its meaning alone: a document in the other language cannot share the words.
     meaning_floor: float = 0.95
 
 

@@ -40,6 +40,7 @@ __all__ = [
     "FAR",
     "NEAR",
     "date_words",
+    "key_texts",
     "refresh_keys",
     "remove_keys",
     "search_keys",
@@ -240,6 +241,22 @@ def search_keys(
         [expression, *params, limit],
     )
     return {int(r[0]): max(0.0, float(r[1])) for r in rows}
+
+
+def key_texts(db: Any, rowids: Iterable[int]) -> dict[int, str]:
+    """The analysed words of the keys of ``rowids`` (all three columns): what a ranker checks
+    a question's words against, since an answer often leaves them to the turns around it."""
+    ids = list(dict.fromkeys(rowids))
+    found: dict[int, str] = {}
+    for start in range(0, len(ids), 500):
+        part = ids[start : start + 500]
+        for row in db.query(
+            "SELECT rowid, self, near, far FROM episode_keys_fts "
+            f"WHERE rowid IN ({','.join('?' * len(part))})",
+            part,
+        ):
+            found[int(row[0])] = " ".join(column for column in row[1:] if column)
+    return found
 
 
 def backfill(conn: sqlite3.Connection) -> None:

@@ -31,7 +31,13 @@ import numpy as np
 
 from .clock import Clock, from_timestamp, to_timestamp
 from .config import EpisodicConfig
-from .context_keys import DEFAULT_COLUMN_WEIGHTS, refresh_keys, remove_keys, search_keys
+from .context_keys import (
+    DEFAULT_COLUMN_WEIGHTS,
+    key_texts,
+    refresh_keys,
+    remove_keys,
+    search_keys,
+)
 from .embeddings import Embedder
 from .errors import AlreadyExistsError, NotFoundError, ProtectedMemoryError, ValidationError
 from .freshness import FreshnessCurve, LinearDecay
@@ -77,6 +83,9 @@ class Candidate:
     key_score: float
     #: Cosine similarity of the query and the episode's embedding.
     cosine: float
+    #: Analysed words of its context key (the episode and its neighbours in the thread), for
+    #: checking how many of the query's words it holds (:func:`omoide.fulltext.coverage`).
+    key: str = ""
 
 
 def episode_text(description: str, outcome: str | None) -> str:
@@ -657,8 +666,9 @@ class EpisodicStore:
             query, where if filtered else None, params, pool, extra=keys.keys()
         )
         episodes = self._fetch_rowids(set(keys) | set(dense))
+        texts = key_texts(self._db, episodes)
         return [
-            Candidate(episode, keys.get(rowid, 0.0), dense.get(rowid, 0.0))
+            Candidate(episode, keys.get(rowid, 0.0), dense.get(rowid, 0.0), texts.get(rowid, ""))
             for rowid, episode in episodes.items()
         ]
 

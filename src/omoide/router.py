@@ -18,8 +18,11 @@ counter on the rendered text. Every recall is logged for provenance
 
 Episodes are ranked by their own relevance rather than by :meth:`EpisodicStore.recall`'s
 article formula: the BM25 of the episode's *context key* (the episode, its date and its
-neighbours in the thread; :mod:`omoide.context_keys`) normalised by the best candidate, plus
-calibrated embedding similarity (each weighted 1:1 by default), with a little importance.
+neighbours in the thread; :mod:`omoide.context_keys`) normalised by the best candidate and
+multiplied by the share of the question's content words the key holds
+(:func:`omoide.fulltext.coverage`: an agent's decision on another topic shares its name, not
+the topic), plus calibrated embedding similarity (each weighted 1:1 by default), with a little
+importance.
 Episodes written by an agent the question names ("what did the CTO decide?") get a bonus,
 as do episodes inside the time range the question names. Freshness is off by default: a
 question about an old event should not lose to a recent one that matches it less; time
@@ -32,13 +35,14 @@ outrank a decision marked 0.8 that matches as well — and a store whose items a
 default importance ranks exactly as without it. Documents are scored by their words and their
 meaning: the BM25 of the document's full text (:meth:`SemanticStore.search_text`) normalised
 by the best candidate and multiplied by the share of the question's content words it holds
-(:func:`omoide.fulltext.coverage`), blended with calibrated similarity as for episodes, but
-never below ``router.meaning_floor`` times the similarity alone (a document in the other
-language shares no words with the question). The documents the words find are candidates
-too. The current version of a versioned fact whose subject the question names is also asked
-for on its own and gains ``router.subject_bonus`` times the share of its subject's words
-named, and one whose earlier version matches the question better ranks as well as that
-version.
+(:func:`omoide.fulltext.coverage`), blended with calibrated similarity as for episodes. A
+document holding none of those words (it may be in the other language) or all of them never
+falls below ``router.meaning_floor`` times the similarity alone; one holding only some is
+about something else in the question's frame and keeps the blend. The documents the words
+find are candidates too. The current version of a versioned fact whose subject the question
+names is also asked for on its own and gains ``router.subject_bonus`` times the share of its
+subject's words named, and one whose earlier version matches the question better ranks as
+well as that version.
 
 Identifiers the question names (:mod:`omoide.identifiers`: ``E-03424``, ``Q1``) weigh in every
 layer: an item holding a rare one gains ``router.identifier_bonus``; one naming only another
@@ -303,8 +307,9 @@ class Router:
             c for c in question_codes if 0 < mem.episodic.count_holding(c, limit=limit + 1) <= limit
         ]
         items = []
+        terms = content_terms(query)
         for (_id, c), dense_part in zip(found.items(), dense, strict=True):
-            text_part = c.key_score / best if best > 0 else 0.0
+            text_part = c.key_score / best * coverage(terms, c.key) if best > 0 else 0.0
             relevance = (text_part + beta * float(dense_part)) / (1 + beta)
             episode = c.episode
             text = episode_text(episode.description, episode.outcome)
@@ -365,12 +370,16 @@ class Router:
                 relevance = float(mem.embedder.calibrate(hit.similarity, "query"))
                 why = plan.reasons["semantic"] + f" (collection {collection})"
                 text_part = 0.0
+                share = coverage(terms, hit.document)
                 if best_words > 0 and hit.doc_id in words:
-                    text_part = words[hit.doc_id] / best_words * coverage(terms, hit.document)
+                    text_part = words[hit.doc_id] / best_words * share
                 hybrid = (text_part + beta * relevance) / (1 + beta)
                 if hybrid > relevance:
                     why += "; shares the question's words"
-                relevance = max(hybrid, config.meaning_floor * relevance)
+                if 0 < share < 1:  # same frame, another subject: the words decide
+                    relevance = hybrid
+                else:
+                    relevance = max(hybrid, config.meaning_floor * relevance)
                 subject = hit.metadata.get("subject")
                 if not hit.current:
                     relevance *= 0.5
