@@ -84,7 +84,8 @@ class Candidate:
     #: Cosine similarity of the query and the episode's embedding.
     cosine: float
     #: Analysed words of its context key (the episode and its neighbours in the thread), for
-    #: checking how many of the query's words it holds (:func:`omoide.fulltext.coverage`).
+    #: checking how many of the query's words it holds (:func:`omoide.fulltext.coverage`);
+    #: empty when the key does not match.
     key: str = ""
 
 
@@ -666,7 +667,7 @@ class EpisodicStore:
             query, where if filtered else None, params, pool, extra=keys.keys()
         )
         episodes = self._fetch_rowids(set(keys) | set(dense))
-        texts = key_texts(self._db, episodes)
+        texts = key_texts(self._db, keys)  # coverage matters only where the words match
         return [
             Candidate(episode, keys.get(rowid, 0.0), dense.get(rowid, 0.0), texts.get(rowid, ""))
             for rowid, episode in episodes.items()

@@ -309,7 +309,9 @@ class Router:
         items = []
         terms = content_terms(query)
         for (_id, c), dense_part in zip(found.items(), dense, strict=True):
-            text_part = c.key_score / best * coverage(terms, c.key) if best > 0 else 0.0
+            text_part = 0.0
+            if c.key_score > 0:
+                text_part = c.key_score / best * coverage(terms, c.key)
             relevance = (text_part + beta * float(dense_part)) / (1 + beta)
             episode = c.episode
             text = episode_text(episode.description, episode.outcome)
