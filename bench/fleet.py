@@ -13,12 +13,17 @@ bench/RESULTS.md and, when matplotlib is installed (``pip install 'omoide[plots]
 the series of both variants on the same axes to bench/fleet/*.png.
 
 While a long run is going, the section and the plots are refreshed every ``--checkpoint``
-days and marked partial, so a run stopped early still leaves its figures.
+days and marked partial, so a run stopped early still leaves its figures. The series are
+saved beside the plots (bench/fleet/series.json); ``--replot`` redoes the section and the
+plots from that file without replaying the run:
+
+    python -m bench.fleet --replot bench/fleet/series.json
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import tempfile
 import time
 from collections.abc import Sequence
@@ -36,12 +41,16 @@ from omoide.simulation.runner import (
 )
 
 PLOTS = Path(__file__).resolve().parent / "fleet"
+SERIES = PLOTS / "series.json"
 #: Missed questions listed per variant in the report.
 MISSED_SHOWN = 40
 
 
-def report(run: FleetRun, wall_seconds: float, *, partial: bool) -> str:
-    """The Markdown section for bench/RESULTS.md."""
+def report(
+    run: FleetRun, wall_seconds: float, *, partial: bool, machine_line: str | None = None
+) -> str:
+    """The Markdown section for bench/RESULTS.md (``machine_line``: where it ran, if not
+    here and now)."""
     events = sum(run.events)
     state = (
         f"**Partial: stopped at day {run.days_done} of {run.days}.** "
@@ -54,7 +63,8 @@ def report(run: FleetRun, wall_seconds: float, *, partial: bool) -> str:
     return "\n\n".join(
         [
             f"## Fleet simulation (`python -m bench.fleet --days {run.days} --seed {run.seed}`)",
-            f"Machine: {machine()} (shared with other jobs: times are noisy). {state}"
+            f"Machine: {machine_line or machine()} (shared with other jobs: times are noisy). "
+            f"{state}"
             f"24 agents, {run.events_per_agent:g} events per agent per day on average, "
             f"{events:,} events written per variant. Wall time {wall_seconds / 60:.1f} min "
             f"({per_variant}).",
@@ -204,6 +214,31 @@ def plot(run: FleetRun, directory: Path = PLOTS) -> list[Path]:
     return written
 
 
+def save(run: FleetRun, wall_seconds: float, path: Path = SERIES) -> Path:
+    """Write the series, the wall time and the machine to ``path`` (JSON)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = {"wall_seconds": wall_seconds, "machine": machine(), "run": run.as_dict()}
+    path.write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")), "utf-8")
+    return path
+
+
+def load(path: Path) -> tuple[FleetRun, float, str]:
+    """The run, wall seconds and machine line :func:`save` wrote to ``path``."""
+    data = json.loads(Path(path).read_text("utf-8"))
+    return FleetRun.from_dict(data["run"]), float(data["wall_seconds"]), str(data["machine"])
+
+
+def publish(run: FleetRun, wall_seconds: float, *, machine_line: str | None = None) -> None:
+    """Write the final section, the series and the plots, and say where."""
+    body = report(run, wall_seconds, partial=run.days_done < run.days, machine_line=machine_line)
+    print(body)
+    print(f"\nwritten to {write_section('fleet', body)}")
+    if machine_line is None:
+        print(f"series: {save(run, wall_seconds)}")
+    for path in plot(run):
+        print(f"plot: {path}")
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--days", type=int, default=60, help="simulated days (default 60)")
@@ -216,7 +251,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--checkpoint", type=int, default=30, help="refresh RESULTS and plots every N days"
     )
     parser.add_argument("--no-write", action="store_true", help="print only")
+    parser.add_argument(
+        "--replot", type=Path, metavar="SERIES", help="redo the section and plots from a series"
+    )
     args = parser.parse_args(argv)
+    if args.replot is not None:
+        run, wall_seconds, machine_line = load(args.replot)
+        publish(run, wall_seconds, machine_line=machine_line)
+        return
     started = time.perf_counter()
 
     def progress(run: FleetRun, day: int) -> None:
@@ -231,7 +273,9 @@ def main(argv: Sequence[str] | None = None) -> None:
                 flush=True,
             )
         if not args.no_write and done % args.checkpoint == 0 and done < run.days:
-            write_section("fleet", report(run, time.perf_counter() - started, partial=True))
+            elapsed = time.perf_counter() - started
+            write_section("fleet", report(run, elapsed, partial=True))
+            save(run, elapsed)
             plot(run)
 
     with tempfile.TemporaryDirectory(prefix="omoide-fleet-") as tmp:
@@ -242,12 +286,11 @@ def main(argv: Sequence[str] | None = None) -> None:
             events_per_agent=args.events_per_agent,
             progress=progress,
         )
-    body = report(run, time.perf_counter() - started, partial=False)
-    print(body)
-    if not args.no_write:
-        print(f"\nwritten to {write_section('fleet', body)}")
-        for path in plot(run):
-            print(f"plot: {path}")
+    wall_seconds = time.perf_counter() - started
+    if args.no_write:
+        print(report(run, wall_seconds, partial=False))
+    else:
+        publish(run, wall_seconds)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ never-forget intact, and the same seed giving the same figures."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import pytest
@@ -148,3 +149,31 @@ def test_cli_simulate_prints_both_variants(
     out = capsys.readouterr().out
     assert "forgetting" in out and "baseline" in out
     assert (tmp_path / "forgetting" / "omoide.db").exists()
+
+
+def test_a_run_survives_json_unchanged(run: FleetRun, tmp_path: Path) -> None:
+    from bench import fleet
+
+    again = FleetRun.from_dict(json.loads(json.dumps(run.as_dict())))
+    assert again == run
+    assert again.runs["forgetting"].days[-1].by_kind == run.runs["forgetting"].days[-1].by_kind
+    path = fleet.save(run, 12.5, tmp_path / "series.json")
+    loaded, wall, machine_line = fleet.load(path)
+    assert loaded == run and wall == 12.5
+    assert fleet.report(loaded, wall, partial=False, machine_line=machine_line) == fleet.report(
+        run, 12.5, partial=False
+    )
+
+
+@pytest.mark.parametrize(
+    "data",
+    [None, [], {}, {"seed": 1}, {"seed": 1, "days": 2, "events_per_agent": 1, "runs": {"x": {}}}],
+)
+def test_anything_else_is_not_a_run(run: FleetRun, data: object) -> None:
+    with pytest.raises(ValidationError) as info:
+        FleetRun.from_dict(data)
+    assert info.value.field == "run"
+    broken = run.as_dict()
+    broken["runs"]["forgetting"]["days"][0]["surprise"] = 1
+    with pytest.raises(ValidationError):
+        FleetRun.from_dict(broken)

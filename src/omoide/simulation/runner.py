@@ -163,6 +163,45 @@ class FleetRun:
     #: Days played so far by every variant.
     days_done: int = 0
 
+    def as_dict(self) -> dict[str, Any]:
+        """The run as plain data (JSON-ready), so reports and plots can be redone from a file
+        without replaying it."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> FleetRun:
+        """The run :meth:`as_dict` gave; :class:`ValidationError` if ``data`` is not one."""
+        try:
+            runs = {
+                name: VariantRun(
+                    variant=r["variant"],
+                    days=[_sample(s) for s in r["days"]],
+                    wall_seconds=float(r["wall_seconds"]),
+                )
+                for name, r in data["runs"].items()
+            }
+            return cls(
+                seed=int(data["seed"]),
+                days=int(data["days"]),
+                events_per_agent=float(data["events_per_agent"]),
+                runs=runs,
+                events=[int(n) for n in data["events"]],
+                days_done=int(data["days_done"]),
+            )
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            raise ValidationError("run", f"not a fleet run as as_dict gives it: {exc!r}") from exc
+
+
+def _sample(data: dict[str, Any]) -> DaySample:
+    return DaySample(
+        **{
+            **data,
+            "recall_ms": tuple(float(x) for x in data["recall_ms"]),
+            "by_kind": {k: (int(v[0]), int(v[1])) for k, v in data["by_kind"].items()},
+            "missed": tuple(str(x) for x in data["missed"]),
+        }
+    )
+
 
 class _SharedPassages(Embedder):
     """The same model for every variant, each with its own query cache, sharing passage
