@@ -553,6 +553,27 @@ def test_a_question_matching_an_earlier_version_gets_the_current_one(mem: Memory
     old = next(i for i in context.items if i.id == "decisions/window-v1")
     assert "superseded" in old.why and old.score < top.score
 
+    # Archived (superseded_decisions, after 30 days), the old wording is out of vector
+    # search; its words still find it, and it still lends its match to the current version.
+    mem.lifecycle.apply(
+        "semantic",
+        "window-v1",
+        "archive",
+        collection="decisions",
+        policy="superseded_decisions",
+        reason="newer version",
+        run_id="r",
+    )
+    context = mem.recall(
+        "本番デプロイはいつ許可されている？", agent_name="ceo", layers=["semantic"]
+    )
+    assert "decisions/window-v1" not in context.ids()
+    top = context.items[0]
+    assert top.id == "decisions/window-v2"
+    assert "whose earlier version matches" in top.why
+    (v1,) = mem.semantic.archived_versions("decisions", "本番デプロイはいつ許可されている？")
+    assert v1.id == "window-v1"
+
 
 def test_a_document_by_an_agent_the_question_names_is_found_in_a_crowd(mem: Memory) -> None:
     """Sixty agents' English decisions on the topic crowd the COO's Japanese one (which does

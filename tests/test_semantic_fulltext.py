@@ -158,3 +158,67 @@ def test_imported_documents_are_found_by_their_words(
     with Memory(tmp_path / "copy", clock=clock, embedder=decided.embedder) as target:
         import_jsonl(target, lines)
         assert list(target.semantic.search_text("decisions", "hiring engineers")) == ["hiring"]
+
+
+def _archive(mem: Memory, doc_id: str, collection: str = "decisions") -> None:
+    mem.lifecycle.apply(
+        "semantic", doc_id, "archive", collection=collection, policy="p", reason="r", run_id="r"
+    )
+
+
+def test_archived_versions_of_current_facts_are_found_by_their_words(
+    mem: Memory, clock: ManualClock
+) -> None:
+    deploy = {"subject": "policy.deploy_window"}
+    mem.semantic.store("decisions", ["本番デプロイは平日15時まで許可する。"], [deploy], ids=["d1"])
+    clock.advance(days=1)
+    mem.semantic.store(
+        "decisions", ["Production deploys: Tuesday and Thursday mornings."], [deploy], ids=["d2"]
+    )
+    mem.semantic.store(
+        "decisions", ["本番デプロイの手順書を更新した。"], ids=["notes"]
+    )  # no subject: not a version of anything
+    question = "本番デプロイはいつ許可されている？"
+    assert mem.semantic.archived_versions("decisions", question) == []  # d1 is not archived
+    _archive(mem, "d1")
+    _archive(mem, "notes")
+    (found,) = mem.semantic.archived_versions("decisions", question)
+    assert (found.id, found.state, found.subject) == ("d1", "archived", "policy.deploy_window")
+    assert mem.semantic.archived_versions("decisions", "Kubernetes upgrade") == []
+    assert mem.semantic.archived_versions("decisions", "？") == []  # no words at all
+    _archive(mem, "d2")  # no live version left: the fact is no longer current
+    assert mem.semantic.archived_versions("decisions", question) == []
+
+
+def test_archived_versions_respect_the_readers_scope(mem: Memory) -> None:
+    fact = {"subject": "cfo.note"}
+    for i, text in enumerate(["予算メモ: 広告費を削減", "Budget memo: cut ads"]):
+        mem.semantic.store(
+            "decisions", [text], [fact], ids=[f"m{i}"], agent_name="cfo", scope="private"
+        )
+    _archive(mem, "m0")
+    assert [
+        d.id for d in mem.semantic.archived_versions("decisions", "予算メモ", reader="cfo")
+    ] == ["m0"]
+    assert mem.semantic.archived_versions("decisions", "予算メモ", reader="cto") == []
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"limit": 0}, "limit"),
+        ({"limit": "3"}, "limit"),
+        ({"reader": ""}, "reader"),
+        ({"query_text": 5}, "query_text"),
+    ],
+)
+def test_archived_versions_refuse_bad_input(
+    mem: Memory, kwargs: dict[str, object], field: str
+) -> None:
+    args: dict[str, object] = {"query_text": "budget", **kwargs}
+    query_text = args.pop("query_text")
+    with pytest.raises(ValidationError) as info:
+        mem.semantic.archived_versions("decisions", query_text, **args)  # type: ignore[arg-type]
+    assert info.value.field == field
+    with pytest.raises(UnknownCollectionError):
+        mem.semantic.archived_versions("nope", "budget")

@@ -4,8 +4,8 @@ The router (:mod:`omoide.router`) scores candidates; this module finds them. The
 documents by meaning are not enough in a crowded collection (thousands of decisions that
 read alike), so a question also asks for documents on its own terms: those its words find
 (full text), the current versions of the facts whose subject it names or whose earlier
-version it matches, the few holders of a rare identifier it names, and those written by an
-agent it names.
+version it matches (by meaning, or by words once that version is archived), the few holders
+of a rare identifier it names, and those written by an agent it names.
 """
 
 from __future__ import annotations
@@ -16,11 +16,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from .identifiers import identifier_tokens
 
 if TYPE_CHECKING:
     from .embeddings import Embedder
-    from .models import QueryHit
+    from .models import QueryHit, SemanticDocument
     from .semantic import SemanticStore
 
 __all__ = [
@@ -37,6 +39,8 @@ NEAREST_ASKED = 20
 TEXT_ASKED = 20
 #: Versions of facts (current or superseded) asked for on their own, per collection.
 VERSIONS_ASKED = 10
+#: Archived earlier versions of current facts asked for by their words, per collection.
+ARCHIVED_ASKED = 3
 #: Documents asked for on their own per agent the question names, and at most how many agents.
 AUTHORED_ASKED = 10
 MAX_AUTHORS_ASKED = 3
@@ -79,6 +83,8 @@ def gather_documents(
     subjects = semantic.current_subjects(collection)
     versions = asking.of_subjects(subjects, VERSIONS_ASKED, current_first=False)
     stale = _stale_subjects(embedder, versions)
+    for subject, relevance in _archived_subjects(semantic, embedder, asking, query).items():
+        stale[subject] = max(relevance, stale.get(subject, 0.0))
     authors = [a for a in semantic.authors(collection) if names_agent(query, a)]
     nearest = {h.doc_id for h in hits}
     by_words = [d for d in asking.search_text(TEXT_ASKED) if d not in nearest]
@@ -148,6 +154,11 @@ class _Asking:
                 found[code] = hits
         return found
 
+    def archived_versions(self, n: int) -> list[SemanticDocument]:
+        return self._semantic.archived_versions(
+            self._collection, self._query, limit=n, reader=self._reader, reader_teams=self._teams
+        )
+
     def search_text(self, limit: int, among: Sequence[str] | None = None) -> dict[str, float]:
         return self._semantic.search_text(
             self._collection,
@@ -194,6 +205,26 @@ def _stale_subjects(embedder: Embedder, hits: Sequence[QueryHit]) -> dict[str, f
             relevance = float(embedder.calibrate(hit.similarity, "query"))
             stale[subject] = max(relevance, stale.get(subject, 0.0))
     return stale
+
+
+def _archived_subjects(
+    semantic: SemanticStore, embedder: Embedder, asking: _Asking, query: str
+) -> dict[str, float]:
+    """The subjects of the archived earlier versions of current facts that share words with
+    the question, each with the relevance of its best chunk (embedded now: archived
+    versions have left the vector index)."""
+    found: dict[str, float] = {}
+    question = embedder.embed_query(query)
+    for doc in asking.archived_versions(ARCHIVED_ASKED):
+        if doc.subject is None:
+            continue
+        chunks = semantic.chunk(doc.document)
+        if not chunks:
+            continue
+        cosine = float(np.max(embedder.embed_passages(chunks) @ question))
+        relevance = float(embedder.calibrate(cosine, "query"))
+        found[doc.subject] = max(relevance, found.get(doc.subject, 0.0))
+    return found
 
 
 def names_agent(query: str, agent: str) -> bool:

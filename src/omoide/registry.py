@@ -179,6 +179,33 @@ class DocumentRegistry:
         sql += " ORDER BY bm25(semantic_docs_fts) LIMIT ?"
         return {str(r[0]): max(0.0, float(r[1])) for r in self._db.query(sql, [*args, limit])}
 
+    def archived_versions(
+        self,
+        collection: str,
+        expression: str,
+        *,
+        limit: int,
+        reader: str | None,
+        reader_teams: Iterable[str],
+    ) -> list[SemanticDocument]:
+        """Archived versions matching an FTS5 ``expression`` whose subject still has a
+        searchable version, best first: earlier statements of facts that are current."""
+        scope_sql, params = reader_predicate(
+            reader, reader_teams, owner_column="d.agent_name", scope_column="d.scope"
+        )
+        marks = ", ".join("?" * len(SEARCHABLE))
+        sql = (
+            "SELECT d.* FROM semantic_docs_fts f "
+            "CROSS JOIN semantic_docs d ON d.rowid = f.rowid "
+            "WHERE semantic_docs_fts MATCH ? AND d.collection = ? AND d.state = 'archived' "
+            "AND d.subject IS NOT NULL "
+            "AND EXISTS (SELECT 1 FROM semantic_docs c WHERE c.collection = d.collection "
+            f"AND c.subject = d.subject AND c.state IN ({marks})) "
+            f"AND {scope_sql} ORDER BY bm25(semantic_docs_fts) LIMIT ?"
+        )
+        args = [expression, collection, *SEARCHABLE, *params, limit]
+        return [document(r) for r in self._db.query(sql, args)]
+
     def touch(self, collection: str, doc_ids: Sequence[str]) -> None:
         """Count one access of each document, now."""
         now = to_timestamp(self._clock.now())

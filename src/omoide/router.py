@@ -42,7 +42,7 @@ about something else in the question's frame and keeps the blend. The documents 
 find are candidates too. The current version of a versioned fact whose subject the question
 names is also asked for on its own and gains ``router.subject_bonus`` times the share of its
 subject's words named, and one whose earlier version matches the question better ranks as
-well as that version.
+well as that version (an archived version, out of vector search, is found by its words).
 
 Identifiers the question names (:mod:`omoide.identifiers`: ``E-03424``, ``Q1``) weigh in every
 layer: an item holding a rare one gains ``router.identifier_bonus``; one naming only another

@@ -64,8 +64,10 @@ from .scope import GLOBAL, normalize_scope
 from .storage import Database
 from .validation import (
     check_datetime,
+    check_list,
     check_metadata,
     check_name,
+    check_names,
     check_positive_int,
     check_text,
 )
@@ -184,7 +186,7 @@ class SemanticStore:
         """
         coll = self._collection(collection)
         docs = self._check_documents(documents)
-        metas = self._check_list("metadatas", metadatas, len(docs))
+        metas = check_list("metadatas", metadatas, length=len(docs))
         clean_metas = [check_metadata(f"metadatas[{i}]", m) for i, m in enumerate(metas)]
         for i, meta in enumerate(clean_metas):
             subject = meta.get("subject")
@@ -193,7 +195,7 @@ class SemanticStore:
         if ids is None:
             doc_ids = [content_id(d) for d in docs]
         else:
-            doc_ids = self._check_names("ids", ids, len(docs))
+            doc_ids = check_names("ids", ids, length=len(docs))
             if any("#" in x for x in doc_ids):
                 raise ValidationError("ids", "ids may not contain '#' (it separates chunks)")
             if len(set(doc_ids)) != len(doc_ids):
@@ -457,7 +459,7 @@ class SemanticStore:
         is deleted.
         """
         self._collection(collection)
-        doc_ids = self._check_names("ids", ids)
+        doc_ids = check_names("ids", ids)
         rows = self._registry.rows(collection, doc_ids)
         protected = [r["id"] for r in rows if r["protected"]]
         if protected:
@@ -513,7 +515,7 @@ class SemanticStore:
         if author is not None:
             clauses.append({"_agent": check_name("author", author)})
         if ids is not None:
-            wanted = self._check_names("ids", ids)
+            wanted = check_names("ids", ids)
             if not wanted:
                 return []
             clauses.append({"_doc": {"$in": wanted}})
@@ -603,13 +605,8 @@ class SemanticStore:
         bigrams, English stemmed. Embeddings place "Q1 budget" and "Q1 priority" close
         together; full text tells them apart.
         """
-        self._collection(collection)
-        query_text = check_text("query_text", query_text, max_chars=100_000, allow_empty=True)
-        limit = check_positive_int("limit", limit, maximum=10_000)
-        wanted = None if among is None else self._check_names("among", among)
-        if reader is not None:
-            reader = check_name("reader", reader)
-        expression = match_expression(query_text)
+        wanted = None if among is None else check_names("among", among)
+        expression, limit, reader = self._words_asked(collection, query_text, limit, reader)
         if expression is None:
             return {}
         return self._registry.search_text(
@@ -620,6 +617,38 @@ class SemanticStore:
             reader=reader,
             reader_teams=reader_teams,
         )
+
+    def archived_versions(
+        self,
+        collection: str,
+        query_text: str,
+        *,
+        limit: int = 3,
+        reader: str | None = None,
+        reader_teams: Iterable[str] = (),
+    ) -> list[SemanticDocument]:
+        """Archived earlier versions of facts that are still current (their subject has a
+        searchable version) sharing words with ``query_text``, best first: archiving takes
+        a version out of vector search, but a question may be worded like it (asked in
+        Japanese about a fact restated in English), and the router lends its match to the
+        current version."""
+        expression, limit, reader = self._words_asked(collection, query_text, limit, reader)
+        if expression is None:
+            return []
+        return self._registry.archived_versions(
+            collection, expression, limit=limit, reader=reader, reader_teams=reader_teams
+        )
+
+    def _words_asked(
+        self, collection: str, query_text: Any, limit: Any, reader: Any
+    ) -> tuple[str | None, int, str | None]:
+        """The checked arguments of a full-text search: its FTS5 expression (None: the
+        query has no words), limit and reader."""
+        self._collection(collection)
+        query_text = check_text("query_text", query_text, max_chars=100_000, allow_empty=True)
+        limit = check_positive_int("limit", limit, maximum=10_000)
+        reader = None if reader is None else check_name("reader", reader)
+        return match_expression(query_text), limit, reader
 
     def get(
         self,
@@ -772,24 +801,6 @@ class SemanticStore:
             check_text(f"documents[{i}]", d, max_chars=self.config.max_document_chars)
             for i, d in enumerate(documents)
         ]
-
-    @classmethod
-    def _check_names(cls, field: str, value: Any, length: int | None = None) -> list[str]:
-        """A list of ids or names, each checked (``ids[2]`` names the bad one)."""
-        items = cls._check_list(field, value, length)
-        return [check_name(f"{field}[{i}]", x) for i, x in enumerate(items)]
-
-    @staticmethod
-    def _check_list(field: str, value: Any, length: int | None) -> list[Any]:
-        if value is None:
-            if length is None:
-                raise ValidationError(field, "expected a list")
-            return [None] * length
-        if isinstance(value, str | bytes) or not isinstance(value, Sequence):
-            raise ValidationError(field, f"expected a list, got {type(value).__name__}")
-        if length is not None and len(value) != length:
-            raise ValidationError(field, f"has {len(value)} items but documents has {length}")
-        return list(value)
 
     def _check_capacity(self, collection: str, doc_ids: Sequence[str]) -> None:
         spec = self.config.collections[collection]

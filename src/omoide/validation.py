@@ -19,8 +19,10 @@ from .errors import ValidationError
 __all__ = [
     "check_datetime",
     "check_json_mapping",
+    "check_list",
     "check_metadata",
     "check_name",
+    "check_names",
     "check_number",
     "check_positive_int",
     "check_string_list",
@@ -103,6 +105,27 @@ def check_string_list(
     if len(value) > max_items:
         raise ValidationError(field, f"has {len(value)} items; the limit is {max_items}")
     return tuple(dict.fromkeys(check_name(f"{field}[{i}]", v) for i, v in enumerate(value)))
+
+
+def check_list(field: str, value: Any, *, length: int | None = None) -> list[Any]:
+    """A list or tuple, of ``length`` items if given (then None stands for that many
+    Nones: ``metadatas=None`` beside ``length`` documents)."""
+    if value is None:
+        if length is None:
+            raise ValidationError(field, "expected a list")
+        return [None] * length
+    if isinstance(value, str | bytes) or not isinstance(value, Sequence):
+        raise ValidationError(field, f"expected a list, got {type(value).__name__}")
+    if length is not None and len(value) != length:
+        raise ValidationError(field, f"has {len(value)} items but {length} were expected")
+    return list(value)
+
+
+def check_names(field: str, value: Any, *, length: int | None = None) -> list[str]:
+    """A list of ids or names, each checked (``ids[2]`` names the bad one), order and
+    duplicates kept."""
+    items = check_list(field, value, length=length)
+    return [check_name(f"{field}[{i}]", x) for i, x in enumerate(items)]
 
 
 def _depth(value: Any, level: int = 0) -> int:
