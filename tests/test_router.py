@@ -14,6 +14,23 @@ from omoide.router import LAYERS, route
 NOW = datetime(2026, 3, 18, 9, 0, tzinfo=UTC)
 
 
+def record_thread(mem: Memory, rows: list[tuple[str, str]], thread: str) -> None:
+    """Record ``(author, text)`` turns of one thread as episodes ``t0``, ``t1``, …"""
+    mem.episodic.record_many(
+        [
+            {
+                "agent_name": who,
+                "event_type": "message",
+                "description": text,
+                "id": f"t{i}",
+                "timestamp": NOW + timedelta(seconds=i),
+                "context": {"thread": thread},
+            }
+            for i, (who, text) in enumerate(rows)
+        ]
+    )
+
+
 @pytest.fixture
 def stocked(mem: Memory) -> Memory:
     mem.episodic.record(
@@ -300,19 +317,7 @@ def test_settings_change_the_ranking(tmp_path: object, clock: ManualClock) -> No
         ("caro", "Yes, sunny all week"),
     ]
     with Memory(path, clock=clock) as mem:
-        mem.episodic.record_many(
-            [
-                {
-                    "agent_name": a,
-                    "event_type": "message",
-                    "description": t,
-                    "id": f"t{i}",
-                    "timestamp": NOW + timedelta(seconds=i),
-                    "context": {"thread": "s"},
-                }
-                for i, (a, t) in enumerate(rows)
-            ]
-        )
+        record_thread(mem, rows, "s")
         with_neighbours = mem.recall("pottery class", agent_name="x", layers=["episodic"])
         scores = {i.id: i.metadata["relevance"] for i in with_neighbours.items}
     config = Config(
@@ -707,20 +712,8 @@ def test_episodes_are_ranked_by_the_share_of_the_questions_words_their_key_holds
     )
     for agent in ("ceo", "cto", "cfo", "legal", "design", "sales"):  # so "ops" is a rare word
         mem.episodic.record(agent, "decision", f"{agent}の決定: budgetは「ads first」とする。")
-    mem.episodic.record_many(
-        [
-            {
-                "agent_name": who,
-                "event_type": "message",
-                "description": text,
-                "id": f"t{i}",
-                "timestamp": NOW + timedelta(seconds=i),
-                "context": {"thread": "chat"},
-            }
-            for i, (who, text) in enumerate(
-                [("mel", "How was the pottery class?"), ("caro", "Loved it, I made a bowl")]
-            )
-        ]
+    record_thread(
+        mem, [("mel", "How was the pottery class?"), ("caro", "Loved it, I made a bowl")], "chat"
     )
     question = "opsはon-callについて何を決めた？"
     terms = content_terms(question)

@@ -214,14 +214,11 @@ def _archived_subjects(
     the question, each with the relevance of its best chunk (embedded now: archived
     versions have left the vector index)."""
     found: dict[str, float] = {}
-    question = embedder.embed_query(query)
     for doc in asking.archived_versions(ARCHIVED_ASKED):
-        if doc.subject is None:
-            continue
         chunks = semantic.chunk(doc.document)
-        if not chunks:
+        if doc.subject is None or not chunks:
             continue
-        cosine = float(np.max(embedder.embed_passages(chunks) @ question))
+        cosine = float(np.max(embedder.embed_passages(chunks) @ embedder.embed_query(query)))
         relevance = float(embedder.calibrate(cosine, "query"))
         found[doc.subject] = max(relevance, found.get(doc.subject, 0.0))
     return found

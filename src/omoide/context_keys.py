@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -126,18 +126,22 @@ def _neighbours(
     return [(r, i + 1) for i, r in enumerate(before)] + [(r, i + 1) for i, r in enumerate(after)]
 
 
-def _rows(conn: sqlite3.Connection, rowids: Iterable[int]) -> dict[int, sqlite3.Row]:
+def _select_rowids(
+    execute: Callable[[str, Sequence[Any]], Iterable[Any]], select: str, rowids: Iterable[int]
+) -> Iterator[Any]:
+    """The rows of ``select`` (a query without its WHERE) for ``rowids``, 500 at a time."""
     ids = list(dict.fromkeys(rowids))
-    found: dict[int, sqlite3.Row] = {}
     for start in range(0, len(ids), 500):
         part = ids[start : start + 500]
-        for row in conn.execute(
-            "SELECT rowid, timestamp, agent_name, description, outcome, tags, context, scope "
-            f"FROM episodes WHERE rowid IN ({','.join('?' * len(part))})",
-            part,
-        ):
-            found[int(row["rowid"])] = row
-    return found
+        yield from execute(f"{select} WHERE rowid IN ({','.join('?' * len(part))})", part)
+
+
+def _rows(conn: sqlite3.Connection, rowids: Iterable[int]) -> dict[int, sqlite3.Row]:
+    select = (
+        "SELECT rowid, timestamp, agent_name, description, outcome, tags, context, scope "
+        "FROM episodes"
+    )
+    return {int(r["rowid"]): r for r in _select_rowids(conn.execute, select, rowids)}
 
 
 def _rebuild(conn: sqlite3.Connection, rowids: Iterable[int]) -> None:
@@ -246,17 +250,8 @@ def search_keys(
 def key_texts(db: Any, rowids: Iterable[int]) -> dict[int, str]:
     """The analysed words of the keys of ``rowids`` (all three columns): what a ranker checks
     a question's words against, since an answer often leaves them to the turns around it."""
-    ids = list(dict.fromkeys(rowids))
-    found: dict[int, str] = {}
-    for start in range(0, len(ids), 500):
-        part = ids[start : start + 500]
-        for row in db.query(
-            "SELECT rowid, self, near, far FROM episode_keys_fts "
-            f"WHERE rowid IN ({','.join('?' * len(part))})",
-            part,
-        ):
-            found[int(row[0])] = " ".join(column for column in row[1:] if column)
-    return found
+    rows = _select_rowids(db.query, "SELECT rowid, self, near, far FROM episode_keys_fts", rowids)
+    return {int(r[0]): " ".join(column for column in r[1:] if column) for r in rows}
 
 
 def backfill(conn: sqlite3.Connection) -> None:

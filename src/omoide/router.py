@@ -372,13 +372,13 @@ class Router:
                 relevance = float(mem.embedder.calibrate(hit.similarity, "query"))
                 why = plan.reasons["semantic"] + f" (collection {collection})"
                 text_part = 0.0
-                share = coverage(terms, hit.document)
+                held = coverage(terms, hit.document)
                 if best_words > 0 and hit.doc_id in words:
-                    text_part = words[hit.doc_id] / best_words * share
+                    text_part = words[hit.doc_id] / best_words * held
                 hybrid = (text_part + beta * relevance) / (1 + beta)
                 if hybrid > relevance:
                     why += "; shares the question's words"
-                if 0 < share < 1:  # same frame, another subject: the words decide
+                if 0 < held < 1:  # same frame, another subject: the words decide
                     relevance = hybrid
                 else:
                     relevance = max(hybrid, config.meaning_floor * relevance)
