@@ -5,8 +5,12 @@ a while but go stale. ``mem.semantic.cache(url_or_key, content, ttl_days, source
 a text as a document of the semantic layer, so it is found by meaning like any other
 knowledge, with three rules:
 
-* **one entry per key** — the document id is derived from ``url_or_key``, so caching the same
-  key again replaces the entry (and restarts its time to live) instead of adding a copy;
+* **one entry per key and writer** — the document id is derived from ``url_or_key`` and the
+  writing agent, so caching the same key again replaces the writer's entry (and restarts its
+  time to live) instead of adding a copy. Another agent caching the same key gets an entry
+  of its own: a key is not a global name, so caching it neither overwrites nor reveals
+  anyone else's entry. A lookup finds the caller's own entry first, else the oldest live
+  entry it may read (the first writer's, as when a key had one entry);
 * **expiry** — once ``ttl_days`` have passed (by the store's clock) the entry leaves
   ``query`` results and :meth:`InformationCache.get`; ``SemanticStore.purge_expired`` (run
   by maintenance) then deletes it;
@@ -29,9 +33,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from .clock import Clock
+from .clock import Clock, to_timestamp
 from .errors import NotFoundError, ValidationError
 from .models import SemanticDocument
+from .scope import reader_predicate
 from .validation import check_metadata, check_number, check_text
 
 if TYPE_CHECKING:
@@ -43,9 +48,11 @@ MAX_KEY_CHARS = 8_192
 MAX_TTL_DAYS = 36_500.0
 
 
-def cache_id(key: str) -> str:
-    """The document id of the entry cached under ``key`` (a hash: keys may be long URLs)."""
-    return "cache-" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
+def cache_id(key: str, agent_name: str = "") -> str:
+    """The document id of ``agent_name``'s entry cached under ``key`` (a hash: keys may be
+    long URLs). Entries cached as no agent keep the key-only hash."""
+    text = key if agent_name == "" else f"{agent_name}\x1f{key}"
+    return "cache-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
 class InformationCache:
@@ -97,7 +104,7 @@ class InformationCache:
             self.collection if collection is None else collection,
             [content],
             [meta],
-            ids=[cache_id(key)],
+            ids=[cache_id(key, agent_name)],
             agent_name=agent_name,
             scope=scope,
             expires_at=expires,
@@ -110,16 +117,42 @@ class InformationCache:
         collection: str | None = None,
         reader: str | None = None,
         reader_teams: Iterable[str] = (),
+        agent_name: str = "",
     ) -> SemanticDocument | None:
-        """The entry cached under ``url_or_key``, or None if absent, expired or not visible."""
+        """The live entry cached under ``url_or_key`` that ``reader`` may read, or None.
+
+        ``agent_name``'s own entry (by default the reader's) comes first; else the oldest
+        live entry of another writer. Only entries the cache wrote count (their id is the
+        key's hash for their owner): a document that merely claims the key in its metadata
+        is not an entry."""
         key = check_text("url_or_key", url_or_key, max_chars=MAX_KEY_CHARS)
+        target = self.collection if collection is None else collection
+        own = agent_name or reader or ""
+        candidates = [cache_id(key, own)]
+        db = self._store._db
+        scope_sql, params = reader_predicate(reader, reader_teams)
+        now = to_timestamp(self._clock.now())
+        self._store.count(target)  # validates the collection name
+        for row in db.query(
+            "SELECT id, agent_name FROM semantic_docs WHERE collection=? AND state='active' "
+            "AND json_extract(metadata, '$.cache_key') = ? "
+            f"AND (expires_at IS NULL OR expires_at > ?) AND {scope_sql} "
+            "ORDER BY created_at, id LIMIT 1000",
+            (target, key, now, *params),
+        ):
+            if row["id"] == cache_id(key, row["agent_name"] or ""):
+                candidates.append(row["id"])
+        for doc_id in dict.fromkeys(candidates):
+            doc = self._live(target, doc_id, reader, reader_teams)
+            if doc is not None:
+                return doc
+        return None
+
+    def _live(
+        self, collection: str, doc_id: str, reader: str | None, reader_teams: Iterable[str]
+    ) -> SemanticDocument | None:
         try:
-            doc = self._store.get(
-                self.collection if collection is None else collection,
-                cache_id(key),
-                reader=reader,
-                reader_teams=reader_teams,
-            )
+            doc = self._store.get(collection, doc_id, reader=reader, reader_teams=reader_teams)
         except NotFoundError:
             return None
         if doc.state != "active":

@@ -9,6 +9,7 @@ anything the library signals deliberately. The hierarchy::
     │   ├── UnknownLayerError                 a layer name other than the four (and "archive")
     │   ├── TokenBudgetError                  content larger than a working-memory slot allows
     │   ├── ScopeSyntaxError                  a scope string that does not parse
+    │   ├── ReservedIdError                   a client-chosen id in a prefix omoide generates
     │   └── ConditionSyntaxError              a forgetting condition that does not parse
     ├── NotFoundError (also a KeyError)       an id or name that does not exist
     ├── AlreadyExistsError                    creating something whose name is taken
@@ -37,6 +38,7 @@ __all__ = [
     "OmoideError",
     "PermissionDeniedError",
     "ProtectedMemoryError",
+    "ReservedIdError",
     "ScopeSyntaxError",
     "StorageError",
     "StoreLockedError",
@@ -85,6 +87,20 @@ class TokenBudgetError(ValidationError):
 
 class ScopeSyntaxError(ValidationError):
     """A scope string that does not follow the scope grammar."""
+
+
+class ReservedIdError(ValidationError):
+    """A client-chosen id that starts with a prefix omoide generates ids with (``wm-``,
+    ``ep-``, ``h-``, ...): such ids are the system's, so no agent can claim one in advance."""
+
+    def __init__(self, field: str, value: str, prefix: str) -> None:
+        self.value = value
+        self.prefix = prefix
+        super().__init__(
+            field,
+            f"ids starting with {prefix!r} are reserved for ids omoide generates; "
+            "choose another id or leave it out",
+        )
 
 
 class ConditionSyntaxError(ValidationError):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import uuid
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from datetime import datetime
@@ -31,6 +32,7 @@ from .episodic import EpisodicStore, episode_text
 from .errors import ConfigError, OmoideError, StoreLockedError
 from .forgetting import ForgetReport, Forgetting, policies_from_config
 from .freshness import FreshnessCurve
+from .ids import directory_secret
 from .indexing import DEFAULT_MAX_FILE_BYTES, Indexer, IndexReport, ProgressCallback
 from .lifecycle import AuditEntry, Lifecycle
 from .llm import LLM, llm_from_config
@@ -279,24 +281,54 @@ class Memory:
                 self._sessions[key] = session
             return session
 
+    #: Candidate ids tried for one promoted message before falling back to a random one.
+    _PROMOTION_ATTEMPTS = 8
+
     def _promote_message(self, agent_name: str, session_id: str, message: Message) -> str:
-        """Record an important message leaving working memory as an episode."""
-        assert message.id is not None
+        """Record an important message leaving working memory as an episode.
+
+        The episode id is keyed by a secret of the directory (see :mod:`omoide.ids`), so no
+        agent can create it first; and an id that is taken anyway (an import, an old store)
+        is only reused when it holds this same agent's message of this session — otherwise
+        the next candidate id is used, so an evicted message is never swallowed by an
+        episode someone else wrote.
+        """
+        assert message.id is not None and self.db is not None
+        secret = directory_secret(self.db, "promotion")
+        candidates = [
+            promoted_episode_id(agent_name, session_id, message.id, secret, attempt)
+            for attempt in range(self._PROMOTION_ATTEMPTS)
+        ]
+        episode_id = f"wm-{uuid.uuid4().hex[:24]}"
+        for candidate in candidates:
+            row = self.db.query_one(
+                "SELECT agent_name, event_type, context FROM episodes WHERE id = ?", (candidate,)
+            )
+            if row is None:
+                episode_id = candidate
+                break
+            context = json.loads(row["context"])
+            if (
+                row["agent_name"] == agent_name
+                and row["event_type"] == "message"
+                and context.get("source") == "working_memory"
+                and context.get("session_id") == session_id
+            ):
+                return candidate  # this message, promoted before a crash: idempotent
         episode = self.episodic.record(
             agent_name,
             "message",
             message.content,
             context={
+                **dict(message.metadata),
                 "role": message.role,
                 "session_id": session_id,
                 "source": "working_memory",
-                **dict(message.metadata),
             },
             importance=message.importance,
             tags=["working_memory"],
-            id=promoted_episode_id(agent_name, session_id, message.id),
+            id=episode_id,
             timestamp=message.created_at,
-            exist_ok=True,
         )
         return episode.id
 

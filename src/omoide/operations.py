@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from .errors import NotFoundError, PermissionDeniedError, ValidationError
+from .errors import AlreadyExistsError, NotFoundError, PermissionDeniedError, ValidationError
+from .ids import check_client_id
 from .keys import ApiKey, KeyStore
 from .memory import Memory
 from .pipelines import PipelineOperations
@@ -154,6 +155,7 @@ class LocalOperations(PipelineOperations):
         """Record an episode as the caller (fields: context, outcome, importance, tags,
         references, id, timestamp, decay_rate, scope)."""
         self._refuse_agent_field(fields, "agent_name")
+        check_client_id("id", fields.get("id"))
         episode = self.mem.episodic.record(self._writer(), event_type, description, **fields)
         return _json(episode)
 
@@ -165,6 +167,7 @@ class LocalOperations(PipelineOperations):
         for i, item in enumerate(items):
             if isinstance(item, Mapping):
                 self._refuse_agent_field(item, f"items[{i}].agent_name")
+                check_client_id("id" if i == 0 else f"items[{i}].id", item.get("id"))
                 prepared.append({**item, "agent_name": writer})
             else:
                 prepared.append(item)
@@ -281,25 +284,39 @@ class LocalOperations(PipelineOperations):
         scope: str | Sequence[str] | None = None,
     ) -> dict[str, Any]:
         writer = self._writer()
+        if isinstance(ids, Sequence) and not isinstance(ids, str | bytes):
+            for i, doc_id in enumerate(ids):
+                check_client_id(f"ids[{i}]", doc_id)
         with _store_lock(self.mem):
-            self._check_document_owners(collection, _target_ids(documents, ids))
+            self._check_document_owners(collection, _target_ids(documents, ids, writer))
             stored = self.mem.semantic.store(
                 collection, documents, metadatas, ids, agent_name=writer, scope=scope
             )
         return {"collection": collection, "ids": stored}
 
     def _check_document_owners(self, collection: str, ids: Sequence[Any]) -> None:
+        """Refuse to overwrite documents the caller may not change. One it may read answers
+        403 naming its owner (the caller can read that); one it may not read answers 409
+        "taken" without an owner, the same whoever holds it: an explicit id is a name in a
+        collection-wide namespace, and the refusal tells only that the name is in use."""
         assert self.mem.db is not None
         self.mem.semantic.count(collection)  # validates the collection name
+        pred, params = reader_predicate(self.caller.reader, self.caller.teams)
         for doc_id in ids:
             if not isinstance(doc_id, str):
                 continue  # the store names the bad id
             row = self.mem.db.query_one(
-                "SELECT agent_name FROM semantic_docs WHERE collection=? AND id=?",
-                (collection, doc_id),
+                f"SELECT agent_name, {pred} AS readable FROM semantic_docs "
+                "WHERE collection=? AND id=?",
+                (*params, collection, doc_id),
             )
-            if row is not None:
-                self._check_owner("document", f"{collection}/{doc_id}", row["agent_name"])
+            if row is None or self.caller.change_all or row["agent_name"] == self.caller.agent:
+                continue
+            if not row["readable"]:
+                raise AlreadyExistsError(
+                    f"document id {doc_id!r} is taken in {collection!r}; choose another id"
+                )
+            self._check_owner("document", f"{collection}/{doc_id}", row["agent_name"])
 
     def query(
         self,
@@ -491,13 +508,13 @@ class LocalOperations(PipelineOperations):
         return _json(self._keys().revoke(key_id))
 
 
-def _target_ids(documents: Any, ids: Any) -> list[Any]:
-    """The ids a store call will write: given ones, else the content hashes (storing the same
-    text as another agent's document would otherwise take that document over)."""
+def _target_ids(documents: Any, ids: Any, writer: str) -> list[Any]:
+    """The ids a store call will write: given ones, else the hashes of writer and content
+    (another agent's document never has one of these, but an import might)."""
     if ids is not None:
         return list(ids) if isinstance(ids, Sequence) and not isinstance(ids, str | bytes) else []
     if isinstance(documents, Sequence) and not isinstance(documents, str | bytes):
-        return [content_id(d) for d in documents if isinstance(d, str)]
+        return [content_id(d, writer) for d in documents if isinstance(d, str)]
     return []
 
 

@@ -16,9 +16,11 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from .cache import cache_id
-from .errors import NotFoundError, PermissionDeniedError
+from .errors import NotFoundError, UnknownLayerError, ValidationError
 from .indexing import ProgressCallback
+from .lifecycle import LAYERS
 from .scope import reader_predicate
+from .validation import check_name
 
 if TYPE_CHECKING:
     from .memory import Memory
@@ -157,9 +159,12 @@ class PipelineOperations:
     def restore(
         self, item_id: str, *, layer: str | None = None, collection: str | None = None
     ) -> dict[str, Any]:
-        """Bring an archived or compressed item back (an admin, or the item's owner)."""
+        """Bring an archived or compressed item back (an admin, or the item's owner).
+
+        To an agent, only the items it owns exist here: anyone else's item, readable or not,
+        answers exactly as an id that does not exist (no existence oracle)."""
         if not self.caller.admin:
-            self._check_restore_owner(item_id, layer, collection)
+            layer, collection = self._own_restore_place(item_id, layer, collection)
         found = self.mem.restore(item_id, layer=layer, collection=collection)
         if found == "episodic":
             return {
@@ -179,27 +184,42 @@ class PipelineOperations:
         doc = self.mem.semantic.get(where[0], item_id)
         return {"layer": found, "collection": where[0], "item": _object(doc)}
 
-    def _check_restore_owner(self, item_id: str, layer: str | None, collection: str | None) -> None:
+    def _own_restore_place(
+        self, item_id: str, layer: str | None, collection: str | None
+    ) -> tuple[str, str | None]:
+        """The one place (layer, collection) where the caller owns ``item_id``; NotFoundError
+        (the same as for a missing id) when it owns none there."""
         assert self.mem.db is not None
-        owners: list[str] = []
-        if layer in (None, "episodic") and collection is None:
-            owners += [
-                r[0]
-                for r in self.mem.db.query("SELECT agent_name FROM episodes WHERE id=?", (item_id,))
-            ]
+        check_name("id", item_id)
+        if layer is not None and layer not in LAYERS:
+            raise UnknownLayerError(layer, list(LAYERS))
+        if collection is not None:
+            self.mem.semantic.count(collection)  # validates the collection name
+        agent = self.caller.agent or ""
+        places: list[tuple[str, str | None]] = []
+        if (
+            layer in (None, "episodic")
+            and collection is None
+            and self.mem.db.scalar(
+                "SELECT 1 FROM episodes WHERE id=? AND agent_name=?", (item_id, agent)
+            )
+        ):
+            places.append(("episodic", None))
         if layer in (None, "semantic"):
-            sql = "SELECT agent_name FROM semantic_docs WHERE id=?"
-            args: list[Any] = [item_id]
+            sql = "SELECT collection FROM semantic_docs WHERE id=? AND agent_name=?"
+            args: list[Any] = [item_id, agent]
             if collection is not None:
                 sql += " AND collection=?"
                 args.append(collection)
-            owners += [r[0] for r in self.mem.db.query(sql, args)]
-        if not owners:
+            places += [("semantic", r[0]) for r in self.mem.db.query(sql, args)]
+        if not places:
             raise NotFoundError("item", item_id)
-        if any(owner != self.caller.agent for owner in owners):
-            raise PermissionDeniedError(
-                f"{item_id!r} belongs to another agent; only its owner or an admin may restore it"
+        if len(places) > 1:
+            where = ", ".join(f"{lay}/{coll}" if coll else lay for lay, coll in places)
+            raise ValidationError(
+                "id", f"{item_id!r} exists in {where}; pass layer= or collection="
             )
+        return places[0]
 
     # -- indexing, collections, cache -----------------------------------------------------
 
@@ -262,7 +282,7 @@ class PipelineOperations:
         target = self.mem.semantic.cache.collection if collection is None else collection
         with _store_lock(self.mem):
             if isinstance(key, str):
-                self._check_document_owners(target, [cache_id(key)])
+                self._check_document_owners(target, [cache_id(key, writer)])
             doc_id = self.mem.semantic.cache(
                 key,
                 content,
@@ -282,6 +302,7 @@ class PipelineOperations:
             collection=collection,
             reader=self.caller.reader,
             reader_teams=self.caller.teams,
+            agent_name=self.caller.agent or "",
         )
         if doc is None:
             raise NotFoundError("cache entry", key)

@@ -78,9 +78,13 @@ __all__ = ["SemanticStore", "content_id"]
 DocumentProtection = Callable[[str, Mapping[str, Any]], bool]
 
 
-def content_id(document: str) -> str:
-    """The default id of a document: a hash of its content, so storing twice is one document."""
-    return "h-" + hashlib.sha256(document.encode("utf-8")).hexdigest()[:32]
+def content_id(document: str, agent_name: str = "") -> str:
+    """The default id of a document: a hash of its writer and its content, so one agent
+    storing the same text twice makes one document, while another agent storing that text
+    gets a document of its own (its id tells nothing about what others stored). Documents
+    written as no agent (the library, the local operator) keep the content-only hash."""
+    text = document if agent_name == "" else f"{agent_name}\x1f{document}"
+    return "h-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
 #: Fewest neighbours asked of ChromaDB per query (see :meth:`SemanticStore.query`).
@@ -176,7 +180,7 @@ class SemanticStore:
         scope: str | Sequence[str] | None = None,
         expires_at: datetime | None = None,
     ) -> list[str]:
-        """Upsert documents; return their ids (a content hash unless given).
+        """Upsert documents; return their ids (a hash of writer and content unless given).
 
         Documents longer than the embedder's window are chunked on sentence boundaries with
         overlap; storing a document again under the same id replaces it (and its chunks).
@@ -192,8 +196,9 @@ class SemanticStore:
             subject = meta.get("subject")
             if subject is not None and (not isinstance(subject, str) or not subject.strip()):
                 raise ValidationError(f"metadatas[{i}].subject", "expected a non-empty string")
+        owner = "" if agent_name == "" else check_name("agent_name", agent_name)
         if ids is None:
-            doc_ids = [content_id(d) for d in docs]
+            doc_ids = [content_id(d, owner) for d in docs]
         else:
             doc_ids = check_names("ids", ids, length=len(docs))
             if any("#" in x for x in doc_ids):
@@ -204,7 +209,6 @@ class SemanticStore:
         unique: dict[str, tuple[str, dict[str, Any]]] = {}
         for doc_id, doc, meta in zip(doc_ids, docs, clean_metas, strict=True):
             unique[doc_id] = (doc, meta)
-        owner = "" if agent_name == "" else check_name("agent_name", agent_name)
         scope_value = normalize_scope(self._default_scope if scope is None else scope)
         expires = None
         if expires_at is not None:

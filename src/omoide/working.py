@@ -24,7 +24,6 @@ finds the same state. Tokens are counted once, when content arrives.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import threading
 from collections.abc import Callable, Mapping
@@ -35,6 +34,7 @@ from typing import Any
 from .clock import Clock, from_timestamp, to_timestamp
 from .config import SLOTS, WorkingConfig
 from .errors import NotFoundError, TokenBudgetError, ValidationError
+from .ids import keyed_digest
 from .models import Message, Pin
 from .storage import Database
 from .tokens import TokenCounter
@@ -68,10 +68,18 @@ def scaled_budgets(config: WorkingConfig, max_tokens: int) -> dict[str, int]:
     return {slot: max(1, config.slot_budgets[slot] * max_tokens // total) for slot in SLOTS}
 
 
-def promoted_episode_id(agent_name: str, session_id: str, message_id: int) -> str:
-    """Deterministic id of the episode an evicted message becomes (re-eviction is idempotent)."""
-    digest = hashlib.sha256(f"{agent_name}\x1f{session_id}\x1f{message_id}".encode()).hexdigest()
-    return f"wm-{digest[:24]}"
+def promoted_episode_id(
+    agent_name: str, session_id: str, message_id: int, secret: bytes, attempt: int = 0
+) -> str:
+    """Id of the episode an evicted message becomes: deterministic, so re-evicting the same
+    message (after a crash) is idempotent, and keyed by the directory's ``secret``, so no
+    agent can compute the id of another agent's message (message ids are one sequence every
+    agent sees). ``attempt`` gives the next candidate when an id is already taken by
+    something that is not this message."""
+    parts = [agent_name, session_id, str(message_id)]
+    if attempt:
+        parts.append(str(attempt))
+    return f"wm-{keyed_digest(secret, *parts)[:24]}"
 
 
 class WorkingMemory:

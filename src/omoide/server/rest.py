@@ -39,6 +39,7 @@ from ..errors import (
     OmoideError,
     PermissionDeniedError,
     ProtectedMemoryError,
+    ReservedIdError,
     StoreLockedError,
     ValidationError,
 )
@@ -55,6 +56,7 @@ DEFAULT_PORT = 8765
 
 #: How each omoide error is answered; the first matching class wins. Anything else is a 500.
 STATUS_CODES: tuple[tuple[type[OmoideError], int], ...] = (
+    (ReservedIdError, 422),
     (ValidationError, 422),
     (AuthenticationError, 401),
     (PermissionDeniedError, 403),
