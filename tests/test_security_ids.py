@@ -412,3 +412,17 @@ def test_mcp_cache_of_an_unreadable_key_is_like_no_entry(live_server: LiveServer
         {"key": key, "content": "mine", "source": "x"},
     )
     assert not own.is_error and own.structured_content["agent_name"] == "designer"
+
+
+def test_default_ids_are_per_writer_and_keep_a_writers_earlier_id(mem: Any) -> None:
+    """The same text by two agents is two documents; one agent storing it twice is one,
+    also for a document stored before ids included the writer (its content-only id)."""
+    ceo = mem.semantic.store("knowledge", ["同じ文章"], agent_name="ceo")
+    cto = mem.semantic.store("knowledge", ["同じ文章"], agent_name="cto")
+    assert ceo != cto and ceo == mem.semantic.store("knowledge", ["同じ文章"], agent_name="ceo")
+    old = mem.semantic.store(
+        "knowledge", ["以前の文章"], ids=[content_id("以前の文章")], agent_name="ceo"
+    )
+    assert mem.semantic.store("knowledge", ["以前の文章"], agent_name="ceo") == old
+    assert mem.semantic.store("knowledge", ["以前の文章"], agent_name="cto") != old
+    assert mem.semantic.count("knowledge") == 4

@@ -160,7 +160,7 @@ def test_writes_never_take_the_agent_from_the_body(live_server: LiveServer) -> N
 
 
 def test_an_existing_id_is_a_conflict(live_server: LiveServer) -> None:
-    episode_id = uid("ep")
+    episode_id = uid("evt")
     with live_server.client("ceo") as ceo:
         record(ceo, "first", id=episode_id)
         again = ceo.post(

@@ -198,7 +198,7 @@ class SemanticStore:
                 raise ValidationError(f"metadatas[{i}].subject", "expected a non-empty string")
         owner = "" if agent_name == "" else check_name("agent_name", agent_name)
         if ids is None:
-            doc_ids = [content_id(d, owner) for d in docs]
+            doc_ids = self._default_ids(collection, docs, owner)
         else:
             doc_ids = check_names("ids", ids, length=len(docs))
             if any("#" in x for x in doc_ids):
@@ -260,6 +260,27 @@ class SemanticStore:
         self._write_chunks(coll, collection, plans, vectors, owner, scope_value, now, expires)
         self._flag_superseded(collection, superseded)
         return list(unique)
+
+    def _default_ids(self, collection: str, docs: Sequence[str], owner: str) -> list[str]:
+        """The default ids of ``docs`` for ``owner``: :func:`content_id`, except that a
+        document the same owner stored before ids included the writer keeps its old id
+        (so storing it again still replaces it instead of adding a copy)."""
+        ids = [content_id(d, owner) for d in docs]
+        if owner == "":
+            return ids
+        legacy = [content_id(d) for d in docs]
+        kept: set[str] = set()
+        for start in range(0, len(legacy), 500):
+            part = legacy[start : start + 500]
+            kept.update(
+                r[0]
+                for r in self._db.query(
+                    "SELECT id FROM semantic_docs WHERE collection=? AND agent_name=? "
+                    f"AND id IN ({','.join('?' * len(part))})",
+                    (collection, owner, *part),
+                )
+            )
+        return [old if old in kept else new for old, new in zip(legacy, ids, strict=True)]
 
     def _supersede(
         self,
