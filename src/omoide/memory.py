@@ -173,6 +173,7 @@ class Memory:
         self.indexer = Indexer(self.db, self.semantic, clock=self.clock, skip=(self.path,))
         self._sessions: dict[tuple[str, str], WorkingMemory] = {}
         self._sessions_lock = threading.Lock()
+        self._promotion_secret: bytes | None = None
         self.semantic.recover()
 
     def _open_pipelines(self, llm: LLM | None) -> None:
@@ -294,7 +295,9 @@ class Memory:
         episode someone else wrote.
         """
         assert message.id is not None and self.db is not None
-        secret = directory_secret(self.db, "promotion")
+        secret = self._promotion_secret
+        if secret is None:
+            secret = self._promotion_secret = directory_secret(self.db, "promotion")
         candidates = [
             promoted_episode_id(agent_name, session_id, message.id, secret, attempt)
             for attempt in range(self._PROMOTION_ATTEMPTS)

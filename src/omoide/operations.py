@@ -8,7 +8,10 @@ Each operation is a thin call into the library with the caller's identity applie
 * changing or deleting an existing item (an episode, a document, a procedure's template) is
   for its owner; reporting an outcome is for anyone who can read the procedure;
 * admin callers (admin keys, the local operator) read every scope and may run whole-store
-  operations (export, import, API keys).
+  operations (export, import, API keys);
+* an item the caller may not read answers exactly as an absent one; taking an explicit id
+  that an unreadable item holds is a 409 that names no owner; ids a client chooses may not
+  start with a prefix omoide generates ids with (:mod:`omoide.ids`).
 
 Results are plain JSON-ready dicts — the shapes the REST API returns — so a front end runs the
 operations in-process (:class:`LocalOperations`) or against a server
