@@ -181,6 +181,13 @@ def test_cache_key_squatting_neither_blocks_nor_poisons(live_server: LiveServer)
             json={"documents": ["forged too"], "metadatas": [{"cache_key": key}]},
         )
         assert fake.status_code == 201
+        # Guessing which key the victim cached: every guess makes the attacker's own entry.
+        guesses = [f"https://rates.example/{uid()}" for _ in range(9)] + [key]
+        for guess in guesses:
+            put = attacker.put("/v1/cache", json={**body, "key": guess, "content": "probe"})
+            assert put.status_code == 200, put.text
+            assert put.json()["agent_name"] == "designer"
+            assert set(put.json()) == set(planted.json())
     with live_server.client("cto") as reader:
         assert reader.get("/v1/cache", params={"key": key}).json()["document"] == "USD/JPY 150"
 

@@ -9,8 +9,9 @@ knowledge, with three rules:
   writing agent, so caching the same key again replaces the writer's entry (and restarts its
   time to live) instead of adding a copy. Another agent caching the same key gets an entry
   of its own: a key is not a global name, so caching it neither overwrites nor reveals
-  anyone else's entry. A lookup finds the caller's own entry first, else the oldest live
-  entry it may read (the first writer's, as when a key had one entry);
+  anyone else's entry. A lookup finds the caller's own entry first, else the live entry it
+  may read that was cached earliest (by its latest caching: the first writer's, as when a
+  key had one entry); the entry names its owner (``agent_name``);
 * **expiry** — once ``ttl_days`` have passed (by the store's clock) the entry leaves
   ``query`` results and :meth:`InformationCache.get`; ``SemanticStore.purge_expired`` (run
   by maintenance) then deletes it;
@@ -30,7 +31,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from .clock import Clock, to_timestamp
@@ -121,10 +122,12 @@ class InformationCache:
     ) -> SemanticDocument | None:
         """The live entry cached under ``url_or_key`` that ``reader`` may read, or None.
 
-        ``agent_name``'s own entry (by default the reader's) comes first; else the oldest
-        live entry of another writer. Only entries the cache wrote count (their id is the
-        key's hash for their owner): a document that merely claims the key in its metadata
-        is not an entry."""
+        ``agent_name``'s own entry (by default the reader's) comes first; else the live
+        entry of another writer cached earliest, by its latest caching (``cached_at``, which
+        the cache sets on every call: re-caching an entry, to widen its scope say, puts it
+        behind entries cached meanwhile). Only entries the cache wrote count (their id is the
+        key's hash for their owner, and clients cannot choose ``cache-`` ids): a document
+        that merely claims the key in its metadata is not an entry."""
         key = check_text("url_or_key", url_or_key, max_chars=MAX_KEY_CHARS)
         target = self.collection if collection is None else collection
         own = agent_name or reader or ""
@@ -133,15 +136,24 @@ class InformationCache:
         scope_sql, params = reader_predicate(reader, reader_teams)
         now = to_timestamp(self._clock.now())
         self._store.count(target)  # validates the collection name
+        others: list[tuple[datetime, str]] = []
         for row in db.query(
-            "SELECT id, agent_name FROM semantic_docs WHERE collection=? AND state='active' "
+            "SELECT id, agent_name, json_extract(metadata, '$.cached_at') AS cached_at "
+            "FROM semantic_docs WHERE collection=? AND state='active' "
             "AND json_extract(metadata, '$.cache_key') = ? "
-            f"AND (expires_at IS NULL OR expires_at > ?) AND {scope_sql} "
-            "ORDER BY created_at, id LIMIT 1000",
+            f"AND (expires_at IS NULL OR expires_at > ?) AND {scope_sql} LIMIT 1000",
             (target, key, now, *params),
         ):
-            if row["id"] == cache_id(key, row["agent_name"] or ""):
-                candidates.append(row["id"])
+            if row["id"] != cache_id(key, row["agent_name"] or ""):
+                continue
+            try:
+                cached_at = datetime.fromisoformat(str(row["cached_at"]))
+            except ValueError:
+                continue
+            if cached_at.tzinfo is None:  # an imported entry: times are stored as UTC
+                cached_at = cached_at.replace(tzinfo=UTC)
+            others.append((cached_at, row["id"]))
+        candidates += [doc_id for _, doc_id in sorted(others)]
         for doc_id in dict.fromkeys(candidates):
             doc = self._live(target, doc_id, reader, reader_teams)
             if doc is not None:
