@@ -281,10 +281,21 @@ class LocalOperations(PipelineOperations):
         scope: str | Sequence[str] | None = None,
     ) -> dict[str, Any]:
         writer = self._writer()
+        targets = _target_ids(documents, ids)
+        self._check_document_owners(collection, targets)  # refuse early, before embedding
+        # Embedding is the slow part: done outside the lock, so that one agent's large
+        # write does not hold every other agent's store (the store re-checks under it).
+        embedded = self.mem.semantic.embed_chunks(collection, documents)
         with _store_lock(self.mem):
-            self._check_document_owners(collection, _target_ids(documents, ids))
+            self._check_document_owners(collection, targets)
             stored = self.mem.semantic.store(
-                collection, documents, metadatas, ids, agent_name=writer, scope=scope
+                collection,
+                documents,
+                metadatas,
+                ids,
+                agent_name=writer,
+                scope=scope,
+                embedded=embedded,
             )
         return {"collection": collection, "ids": stored}
 
