@@ -97,7 +97,15 @@ _ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
         "description": "Conflicts with what is stored: an existing id, a never-forget item, "
         "a full collection",
     },
+    413: {
+        "model": s.ErrorResponse,
+        "description": "The request body is larger than `server.max_body_bytes` (1 MiB)",
+    },
     422: {"model": ValidationProblem, "description": "Bad input; `loc` names the field"},
+    503: {
+        "model": s.ErrorResponse,
+        "description": "The store is busy or its vector store failed; nothing was changed",
+    },
 }
 
 _bearer = HTTPBearer(
