@@ -400,3 +400,18 @@ def test_a_small_embedding_is_not_queued_behind_a_large_one() -> None:
     assert events.count("big") == 12 and events.count("small") == 1
     assert events.index("small done") < events.index("big done")
     assert events.index("small") < len(events) - 1 - 2  # at least two large slices after it
+
+
+def test_the_text_budget_holds_for_mcp_tools(server: ServerProcess) -> None:
+    before = _episode_count(server)
+
+    async def scenario(client: Client) -> Any:
+        return await client.call_tool(
+            "remember", {"description": "word " * 30_000, "outcome": "done " * 12_000}
+        )
+
+    result = _mcp(server, "ceo", scenario)
+    message = "\n".join(part.text for part in result.content if hasattr(part, "text"))
+    assert result.is_error and "outcome" in message and "max_request_text_chars" in message
+    assert _episode_count(server) == before
+    server.assert_alive()
