@@ -50,6 +50,7 @@ __all__ = [
     "ProceduralConfig",
     "RouterConfig",
     "SemanticConfig",
+    "ServerConfig",
     "WorkingConfig",
 ]
 
@@ -316,6 +317,20 @@ class RouterConfig:
 
 
 @dataclass(frozen=True)
+class ServerConfig:
+    """Limits of ``omoide serve`` on one request, so that no agent can stall the others."""
+
+    #: Bytes of one request body (REST and MCP); a larger body is answered 413.
+    max_body_bytes: int = 1_048_576
+    #: Bytes of one ``POST /v1/import`` body (admin keys only): an export is larger.
+    max_import_bytes: int = 268_435_456
+    #: Characters of text one request may give to embed (documents, descriptions, outcomes,
+    #: messages, cached content, queries, all together); past it the request is a 422 naming
+    #: the field. Embedding costs about a second per 2,000 characters on a small CPU.
+    max_request_text_chars: int = 200_000
+
+
+@dataclass(frozen=True)
 class Config:
     """All of omoide's settings. Every field has a working default."""
 
@@ -327,6 +342,7 @@ class Config:
     forgetting: ForgettingConfig = field(default_factory=ForgettingConfig)
     llm: LLMConfig = field(default_factory=LLMConfig)
     router: RouterConfig = field(default_factory=RouterConfig)
+    server: ServerConfig = field(default_factory=ServerConfig)
     #: Scope given to items written without one: ``global``, ``private`` or a share list.
     default_scope: str = "global"
     #: Teams for scopes: ``{"leads": ("ceo", "cto")}`` lets ``team:leads`` reach both.
@@ -367,6 +383,7 @@ _SECTION_TYPES: dict[str, type] = {
     "forgetting": ForgettingConfig,
     "llm": LLMConfig,
     "router": RouterConfig,
+    "server": ServerConfig,
 }
 
 
@@ -561,6 +578,8 @@ def _check(config: Config) -> None:
         _unit(getattr(r, name), f"router.{name}")
     if config.lock_timeout < 0:
         raise ConfigError("lock_timeout: must be >= 0")
+    for name in ("max_body_bytes", "max_import_bytes", "max_request_text_chars"):
+        _positive(getattr(config.server, name), f"server.{name}")
 
 
 def _check_pipelines(config: Config) -> None:

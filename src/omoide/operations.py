@@ -290,10 +290,21 @@ class LocalOperations(PipelineOperations):
         if isinstance(ids, Sequence) and not isinstance(ids, str | bytes):
             for i, doc_id in enumerate(ids):
                 check_client_id(f"ids[{i}]", doc_id)
+        targets = _target_ids(documents, ids, writer)
+        self._check_document_owners(collection, targets)  # refuse early, before embedding
+        # Embedding is the slow part: done outside the lock, so that one agent's large
+        # write does not hold every other agent's store (the store re-checks under it).
+        embedded = self.mem.semantic.embed_chunks(collection, documents)
         with _store_lock(self.mem):
-            self._check_document_owners(collection, _target_ids(documents, ids, writer))
+            self._check_document_owners(collection, targets)
             stored = self.mem.semantic.store(
-                collection, documents, metadatas, ids, agent_name=writer, scope=scope
+                collection,
+                documents,
+                metadatas,
+                ids,
+                agent_name=writer,
+                scope=scope,
+                embedded=embedded,
             )
         return {"collection": collection, "ids": stored}
 

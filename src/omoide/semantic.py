@@ -30,7 +30,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
@@ -42,8 +43,10 @@ from .clock import Clock, to_timestamp
 from .config import SemanticConfig
 from .embeddings import Embedder
 from .errors import (
+    BackendError,
     CapacityError,
     NotFoundError,
+    OmoideError,
     ProtectedMemoryError,
     UnknownCollectionError,
     ValidationError,
@@ -72,7 +75,7 @@ from .validation import (
     check_text,
 )
 
-__all__ = ["SemanticStore", "content_id"]
+__all__ = ["SemanticStore", "chroma_errors", "content_id"]
 
 #: Decides whether a document is protected by a never-forget rule (collection, metadata).
 DocumentProtection = Callable[[str, Mapping[str, Any]], bool]
@@ -85,6 +88,26 @@ def content_id(document: str, agent_name: str = "") -> str:
     written as no agent (the library, the local operator) keep the content-only hash."""
     text = document if agent_name == "" else f"{agent_name}\x1f{document}"
     return "h-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+@contextmanager
+def chroma_errors(field: str) -> Iterator[None]:
+    """Turn what ChromaDB raises into omoide errors: its refusals of an argument become a
+    :class:`ValidationError` naming ``field``, its other failures (an internal error, a busy
+    database) a :class:`BackendError`, so no ChromaDB exception reaches a caller raw."""
+    try:
+        yield
+    except OmoideError:
+        raise
+    except Exception as exc:
+        from chromadb.errors import ChromaError, InvalidArgumentError
+
+        message = str(exc)[:500]
+        if isinstance(exc, ValueError | InvalidArgumentError | TypeError):
+            raise ValidationError(field, message) from None
+        if isinstance(exc, ChromaError) or type(exc).__module__.startswith("chromadb"):
+            raise BackendError(f"the vector store failed: {message}") from exc
+        raise
 
 
 #: Fewest neighbours asked of ChromaDB per query (see :meth:`SemanticStore.query`).
@@ -179,6 +202,7 @@ class SemanticStore:
         agent_name: str = "",
         scope: str | Sequence[str] | None = None,
         expires_at: datetime | None = None,
+        embedded: Mapping[str, np.ndarray] | None = None,
     ) -> list[str]:
         """Upsert documents; return their ids (a hash of writer and content unless given).
 
@@ -186,7 +210,8 @@ class SemanticStore:
         overlap; storing a document again under the same id replaces it (and its chunks).
         With ``expires_at`` the documents leave query results from that moment on (see
         :class:`~omoide.cache.InformationCache`). Everything is validated before anything is
-        written.
+        written. ``embedded`` holds vectors already made by :meth:`embed_chunks` (so that a
+        caller can embed outside its own locks); chunks missing from it are embedded here.
         """
         coll = self._collection(collection)
         docs = self._check_documents(documents)
@@ -222,7 +247,7 @@ class SemanticStore:
             chunks = self.chunk(doc)
             protected = bool(self._protection and self._protection(collection, meta))
             plans.append((doc_id, doc, meta, chunks, protected))
-        vectors = self._embedder.embed_passages([c for p in plans for c in p[3]])
+        vectors = self._chunk_vectors([c for p in plans for c in p[3]], embedded or {})
 
         with self._db.transaction() as conn:
             for doc_id, doc, meta, chunks, protected in plans:
@@ -281,6 +306,25 @@ class SemanticStore:
                 )
             )
         return [old if old in kept else new for old, new in zip(legacy, ids, strict=True)]
+
+    def embed_chunks(self, collection: str, documents: Sequence[str]) -> dict[str, np.ndarray]:
+        """The vectors :meth:`store` would compute for ``documents``, by chunk text: the slow
+        part of a store, which needs no lock."""
+        self._collection(collection)
+        chunks = list(
+            dict.fromkeys(c for d in self._check_documents(documents) for c in self.chunk(d))
+        )
+        return dict(zip(chunks, self._embedder.embed_passages(chunks), strict=True))
+
+    def _chunk_vectors(
+        self, chunks: Sequence[str], embedded: Mapping[str, np.ndarray]
+    ) -> np.ndarray:
+        """Vectors of ``chunks`` in order, from ``embedded`` where it has them."""
+        missing = list(dict.fromkeys(c for c in chunks if c not in embedded))
+        fresh = dict(zip(missing, self._embedder.embed_passages(missing), strict=True))
+        if not chunks:
+            return np.zeros((0, self._embedder.dimension), dtype=np.float32)
+        return np.stack([fresh[c] if c in fresh else embedded[c] for c in chunks])
 
     def _supersede(
         self,
@@ -347,9 +391,10 @@ class SemanticStore:
             for i in range(int(r["chunk_count"]))
         ]
         if chunk_ids:
-            self._collection(collection).update(
-                ids=chunk_ids, metadatas=[{"_current": False}] * len(chunk_ids)
-            )
+            with chroma_errors("ids"):
+                self._collection(collection).update(
+                    ids=chunk_ids, metadatas=[{"_current": False}] * len(chunk_ids)
+                )
 
     def _write_chunks(
         self,
@@ -393,16 +438,17 @@ class SemanticStore:
                         **expiry,
                     }
                 )
-        if stale:
-            coll.delete(ids=stale)
-        for start in range(0, len(chunk_ids), 1000):
-            end = start + 1000
-            coll.upsert(
-                ids=chunk_ids[start:end],
-                documents=chunk_docs[start:end],
-                metadatas=chunk_metas[start:end],
-                embeddings=vectors[start:end],
-            )
+        with chroma_errors("metadatas"):
+            for start in range(0, len(stale), 1000):
+                coll.delete(ids=stale[start : start + 1000])
+            for start in range(0, len(chunk_ids), 1000):
+                end = start + 1000
+                coll.upsert(
+                    ids=chunk_ids[start:end],
+                    documents=chunk_docs[start:end],
+                    metadatas=chunk_metas[start:end],
+                    embeddings=vectors[start:end],
+                )
         with self._db.transaction() as conn:
             conn.executemany(
                 "UPDATE semantic_docs SET chunk_count=?, state=CASE WHEN compressed_at IS NULL "
@@ -462,7 +508,8 @@ class SemanticStore:
             elif state in ("archiving", "deleting"):
                 chunk_ids = [f"{row['id']}#{i}" for i in range(int(row["chunk_count"]))]
                 if chunk_ids:
-                    coll.delete(ids=chunk_ids)
+                    with chroma_errors("ids"):
+                        coll.delete(ids=chunk_ids)
                 with self._db.transaction() as conn:
                     if state == "archiving":
                         conn.execute(
@@ -558,21 +605,18 @@ class SemanticStore:
         # chunks dropped below.
         fetch = min(10_000, max(QUERY_FETCH_FLOOR, n_results * 4 if dedupe else n_results))
         try:
-            raw = coll.query(
-                query_embeddings=[vector],
-                n_results=fetch,
-                where=combined,
-                where_document=doc_filter,
-                include=["documents", "metadatas", "distances"],
-            )
-        except Exception as exc:  # Chroma's own validation of filters (e.g. a bad regex)
-            from chromadb.errors import InvalidArgumentError
-
-            if not isinstance(exc, ValueError | InvalidArgumentError):
-                raise
-            about = str(exc).lower()
+            with chroma_errors("where"):
+                raw = coll.query(
+                    query_embeddings=[vector],
+                    n_results=fetch,
+                    where=combined,
+                    where_document=doc_filter,
+                    include=["documents", "metadatas", "distances"],
+                )
+        except ValidationError as exc:  # Chroma's own validation of filters (a bad regex)
+            about = exc.message.lower()
             field = "where_document" if "regex" in about or "document" in about else "where"
-            raise ValidationError(field, str(exc)) from None
+            raise ValidationError(field, exc.message) from None
         live = self._registry.live_versions(
             collection,
             [
@@ -811,7 +855,9 @@ class SemanticStore:
 
     def count_chunks(self, collection: str) -> int:
         """Number of chunks ChromaDB holds for a collection."""
-        return int(self._collection(collection).count())
+        coll = self._collection(collection)
+        with chroma_errors("collection"):
+            return int(coll.count())
 
     # -- helpers -----------------------------------------------------------------------
 

@@ -34,6 +34,7 @@ from ..errors import AuthenticationError, OmoideError
 from ..memory import Memory
 from ..operations import Caller, LocalOperations
 from .auth import CALLER, KeyAuthMiddleware
+from .limits import check_request_text
 
 if TYPE_CHECKING:
     from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
@@ -102,9 +103,14 @@ def create_mcp_server(operations: OperationsFor) -> MCPServer:
         middleware=[_bind_caller],
     )
 
-    def call(fn: Callable[[Operations], T]) -> T:
+    def call(fn: Callable[[Operations], T], *texts: tuple[str, Any]) -> T:
+        """``fn`` on the caller's operations; ``texts`` (field, text) are what it embeds,
+        bounded by the server's per-request text budget."""
         try:
-            return fn(operations(_CALLER.get()))
+            ops = operations(_CALLER.get())
+            if texts and isinstance(ops, LocalOperations):
+                check_request_text(ops, *texts)
+            return fn(ops)
         except OmoideError as exc:
             raise ToolError(f"{type(exc).__name__}: {exc}") from exc
 
@@ -155,7 +161,9 @@ def create_mcp_server(operations: OperationsFor) -> MCPServer:
                 tags=tags,
                 context=context,
                 scope=scope,
-            )
+            ),
+            ("description", description),
+            ("outcome", outcome),
         )
 
     @server.tool(annotations=reads)
@@ -175,7 +183,8 @@ def create_mcp_server(operations: OperationsFor) -> MCPServer:
         return call(
             lambda ops: ops.search_episodes(
                 query, event_type=event_type, agent_name=agent_name, top_k=top_k
-            )
+            ),
+            ("query", query),
         )
 
     @server.tool(annotations=writes)
@@ -208,7 +217,8 @@ def create_mcp_server(operations: OperationsFor) -> MCPServer:
                 [metadata] if metadata is not None else None,
                 [id] if id is not None else None,
                 scope=scope,
-            )
+            ),
+            ("content", content),
         )
 
     @server.tool(annotations=reads)
@@ -224,7 +234,7 @@ def create_mcp_server(operations: OperationsFor) -> MCPServer:
         ] = None,
     ) -> list[dict[str, Any]]:
         """Search stored knowledge by meaning; returns the closest passages with their ids."""
-        return call(lambda ops: ops.query(collection, query, n_results, where))
+        return call(lambda ops: ops.query(collection, query, n_results, where), ("query", query))
 
     @server.tool(annotations=writes)
     def pin(
@@ -315,7 +325,10 @@ def create_mcp_server(operations: OperationsFor) -> MCPServer:
         again replaces it. Use get_cached_information to check whether a fresh copy exists
         before fetching again.
         """
-        return call(lambda ops: ops.cache(key, content, ttl_days, source, scope=scope))
+        return call(
+            lambda ops: ops.cache(key, content, ttl_days, source, scope=scope),
+            ("content", content),
+        )
 
     @server.tool(annotations=reads)
     def get_cached_information(

@@ -13,6 +13,7 @@ from fastapi import APIRouter, Depends, Path, Query
 from pydantic import BaseModel, Field, StrictBool
 
 from . import schemas as s
+from .limits import check_request_text
 
 __all__ = ["pipeline_routers"]
 
@@ -291,6 +292,7 @@ def pipeline_routers(ops_dependency: Any) -> list[APIRouter]:
     def cache(body: CacheRequest, ops: Ops) -> Any:
         """Cache outside information (an API answer, a web page) with its source and a time
         to live; caching the same key again replaces the entry."""
+        check_request_text(ops, ("content", body.content))
         return ops.cache(
             body.key,
             body.content,

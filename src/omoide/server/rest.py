@@ -33,10 +33,12 @@ from .. import __version__
 from ..errors import (
     AlreadyExistsError,
     AuthenticationError,
+    BackendError,
     CapacityError,
     LLMError,
     NotFoundError,
     OmoideError,
+    PayloadTooLargeError,
     PermissionDeniedError,
     ProtectedMemoryError,
     ReservedIdError,
@@ -48,6 +50,7 @@ from ..operations import LocalOperations
 from ..scheduler import BackgroundMaintenance
 from . import schemas as s
 from .auth import caller_for_key, safe_text
+from .limits import BodyLimitMiddleware, check_request_text
 from .pipeline_routes import pipeline_routers
 
 __all__ = ["DEFAULT_PORT", "STATUS_CODES", "create_app", "serve", "status_of"]
@@ -66,6 +69,8 @@ STATUS_CODES: tuple[tuple[type[OmoideError], int], ...] = (
     (CapacityError, 409),
     (LLMError, 502),
     (StoreLockedError, 503),
+    (BackendError, 503),
+    (PayloadTooLargeError, 413),
 )
 
 
@@ -94,7 +99,15 @@ _ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
         "description": "Conflicts with what is stored: an existing id, a never-forget item, "
         "a full collection",
     },
+    413: {
+        "model": s.ErrorResponse,
+        "description": "The request body is larger than `server.max_body_bytes` (1 MiB)",
+    },
     422: {"model": ValidationProblem, "description": "Bad input; `loc` names the field"},
+    503: {
+        "model": s.ErrorResponse,
+        "description": "The store is busy or its vector store failed; nothing was changed",
+    },
 }
 
 _bearer = HTTPBearer(
@@ -161,18 +174,27 @@ def _episodes_router() -> APIRouter:
     @api.post("/episodes", status_code=201, response_model=s.Episode)
     def record(body: s.RecordRequest, ops: Ops) -> Any:
         """Record an episode as the key's agent."""
+        check_request_text(ops, ("description", body.description), ("outcome", body.outcome))
         fields = _fields(body)
         return ops.record(fields.pop("event_type"), fields.pop("description"), **fields)
 
     @api.post("/episodes/batch", status_code=201, response_model=list[s.Episode])
     def record_many(body: RecordBatch, ops: Ops) -> Any:
         """Record several episodes in one transaction (all or none)."""
+        check_request_text(
+            ops,
+            *(
+                (f"episodes[{i}]", [e.description, e.outcome or ""])
+                for i, e in enumerate(body.episodes)
+            ),
+        )
         return ops.record_many([_fields(e) for e in body.episodes])
 
     @api.post("/episodes/search", response_model=list[s.Episode])
     def search(body: s.EpisodeSearch, ops: Ops) -> Any:
         """Episodes that best answer a query: relevance × 0.4 + importance × 0.35 +
         freshness × 0.25."""
+        check_request_text(ops, ("query", body.query))
         fields = _fields(body)
         return ops.search_episodes(fields.pop("query"), **fields)
 
@@ -203,6 +225,7 @@ def _episodes_router() -> APIRouter:
     @api.patch("/episodes/{episode_id}", response_model=s.Episode)
     def update(episode_id: PathName, body: s.EpisodeUpdate, ops: Ops) -> Any:
         """Record an outcome, or change importance or tags (the recording agent only)."""
+        check_request_text(ops, ("outcome", body.outcome))
         return ops.update_episode(episode_id, **_fields(body))
 
     @api.delete("/episodes/{episode_id}", response_model=s.Episode)
@@ -225,6 +248,7 @@ def _semantic_router() -> APIRouter:
     )
     def store(collection: PathName, body: s.StoreRequest, ops: Ops) -> Any:
         """Upsert documents (chunked when long). Replacing a document is for its owner."""
+        check_request_text(ops, *((f"documents[{i}]", d) for i, d in enumerate(body.documents)))
         return ops.store(collection, body.documents, body.metadatas, body.ids, scope=body.scope)
 
     @api.get("/collections/{collection}/documents", response_model=list[s.Document])
@@ -242,6 +266,7 @@ def _semantic_router() -> APIRouter:
     @api.post("/collections/{collection}/query", response_model=list[s.QueryHit])
     def query(collection: PathName, body: s.QueryRequest, ops: Ops) -> Any:
         """The passages nearest in meaning to the query, best first."""
+        check_request_text(ops, ("query_text", body.query_text))
         return ops.query(
             collection, body.query_text, body.n_results, body.where, body.where_document
         )
@@ -309,6 +334,7 @@ def _working_router() -> APIRouter:
     @api.post("/working/{session_id}/messages", response_model=s.EvictionsResponse)
     def add_message(session_id: PathName, body: s.AddMessageRequest, ops: Ops) -> Any:
         """Append a message; returns what it evicted (important ones became episodes)."""
+        check_request_text(ops, ("content", body.content))
         fields = _fields(body)
         return ops.add_message(session_id, fields.pop("content"), **fields)
 
@@ -440,6 +466,7 @@ def create_app(
         redoc_url=None,
     )
     app.state.memory = mem
+    app.add_middleware(BodyLimitMiddleware, config=mem.config.server)
     routers = [
         build()
         for build in (

@@ -133,7 +133,9 @@ class EpisodeSearch(_Request):
     event_type: Name | None = None
     since: datetime | None = None
     until: datetime | None = None
-    tags: Tags | None = Field(None, description="episodes carrying all of these tags")
+    tags: Annotated[list[Name], Field(max_length=100)] | None = Field(
+        None, description="episodes carrying all of these tags (at most 100: a filter)"
+    )
     top_k: Annotated[int, Field(ge=1, le=1000)] = 10
 
 
