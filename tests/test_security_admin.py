@@ -52,7 +52,13 @@ def server(
 ) -> Iterator[Server]:
     path = tmp_path_factory.mktemp("security") / "data"
     clock = ManualClock()
-    config = Config.from_dict({"teams": TEAMS, "forgetting": {"policies": [POLICY]}})
+    config = Config.from_dict(
+        {
+            "teams": TEAMS,
+            "forgetting": {"policies": [POLICY]},
+            "protection": {"writers": ["ceo"]},
+        }
+    )
     memory = Memory(path, clock=clock, embedder=embedder, token_counter=counter, config=config)
     try:
         assert memory.db is not None
@@ -165,3 +171,182 @@ def test_export_files_are_created_0600_whatever_the_umask(tmp_path: Path) -> Non
     for path in (target, fresh):
         assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
         assert path.read_text(encoding="utf-8") == "{}\n"
+
+
+# -- finding 7: who may write never-forget items, and the admin purge ---------------------
+
+
+def test_only_listed_writers_and_admins_create_never_forget_items(server: Server) -> None:
+    attacks: list[tuple[str, str, dict[str, Any]]] = [
+        (
+            "POST",
+            "/v1/episodes",
+            {"event_type": "decision", "description": "spam", "tags": ["security_incident"]},
+        ),
+        (
+            "POST",
+            "/v1/episodes",
+            {"event_type": "feedback", "description": "spam", "context": {"source": "human"}},
+        ),
+        ("POST", "/v1/episodes", {"event_type": "financial_record", "description": "spam"}),
+        (
+            "POST",
+            "/v1/episodes",
+            {
+                "event_type": "note",
+                "description": "spam",
+                "context": {"category": ["x", "compliance_events"]},
+            },
+        ),
+        (
+            "POST",
+            "/v1/episodes/batch",
+            {
+                "episodes": [
+                    {"event_type": "note", "description": "harmless"},
+                    {"event_type": "note", "description": "spam", "tags": ["Manifesto_Rules"]},
+                ]
+            },
+        ),
+        ("POST", "/v1/collections/feedback/documents", {"documents": ["spam"]}),
+        (
+            "POST",
+            "/v1/collections/knowledge/documents",
+            {"documents": ["ok", "spam"], "metadatas": [None, {"category": "human_feedback"}]},
+        ),
+        (
+            "POST",
+            "/v1/collections/knowledge/documents",
+            {"documents": ["spam"], "metadatas": [{"tags": "a,security_incidents"}]},
+        ),
+    ]
+    with server.client("designer") as designer, server.client("cto") as cto:
+        for client in (designer, cto):
+            for method, route, body in attacks:
+                response = client.request(method, route, json=body)
+                assert response.status_code == 403, (route, body, response.text)
+                assert response.json()["error"] == "PermissionDeniedError"
+        # Unprotected writes still work, in the feedback collection too when they say so.
+        lesson = designer.post(
+            "/v1/collections/feedback/documents",
+            json={"documents": ["lesson: cache the font"], "metadatas": [{"source": "agent"}]},
+        )
+        assert lesson.status_code == 201, lesson.text
+    assert server.mem.db is not None
+    spam = server.mem.db.scalar(
+        "SELECT COUNT(*) FROM episodes WHERE description IN ('spam', 'harmless')"
+    )
+    docs = server.mem.db.scalar("SELECT COUNT(*) FROM semantic_docs WHERE content = 'spam'")
+    assert (spam, docs) == (0, 0)
+    with server.client("ceo") as ceo, server.client("admin") as admin:
+        for client in (ceo, admin):
+            ok = client.post(
+                "/v1/episodes",
+                json={
+                    "event_type": "decision",
+                    "description": "audit finding",
+                    "tags": ["security_incident"],
+                },
+            )
+            assert ok.status_code == 201 and ok.json()["protected"] is True
+
+
+def test_admin_purge_removes_a_never_forget_item_audited(server: Server) -> None:
+    with server.client("ceo") as ceo:
+        episode = ceo.post(
+            "/v1/episodes",
+            json={"event_type": "security_incident", "description": "key leaked in a log"},
+        ).json()
+        assert episode["protected"] is True
+        store(ceo, "feedback", "fb-purge-1", "the customer hated the new logo")
+        # Ordinary deletes are refused, by the owner too.
+        assert ceo.delete(f"/v1/episodes/{episode['id']}").status_code == 409
+        assert ceo.delete("/v1/collections/feedback/documents/fb-purge-1").status_code == 409
+        body = {"id": episode["id"], "reason": "spam"}
+        denied = ceo.post("/v1/admin/purge", json=body)
+        assert denied.status_code == 403, denied.text
+    with server.client("designer") as designer:
+        assert designer.post("/v1/admin/purge", json=body).status_code == 403
+    with server.client("admin") as admin:
+        for bad in (
+            {"id": episode["id"]},
+            {"id": episode["id"], "reason": ""},
+            {"id": episode["id"], "reason": "   "},
+            {"id": episode["id"], "reason": "x" * 2001},
+            {"id": episode["id"], "reason": "ok", "layer": "working"},
+            {"id": episode["id"], "reason": "ok", "extra": 1},
+        ):
+            response = admin.post("/v1/admin/purge", json=bad)
+            assert response.status_code == 422, (bad, response.text)
+        missing = admin.post("/v1/admin/purge", json={"id": "no-such-id", "reason": "spam"})
+        assert missing.status_code == 404
+        wrong_collection = admin.post(
+            "/v1/admin/purge",
+            json={
+                "id": "fb-purge-1",
+                "layer": "semantic",
+                "collection": "knowledge",
+                "reason": "spam",
+            },
+        )
+        assert wrong_collection.status_code == 404
+        assert admin.get(f"/v1/episodes/{episode['id']}").status_code == 200  # nothing changed
+        purged = admin.post("/v1/admin/purge", json={**body, "reason": "spam from a bad key"})
+        assert purged.status_code == 200, purged.text
+        entry = purged.json()
+        assert entry["action"] == "purge" and entry["policy"] == "admin_purge"
+        assert "spam from a bad key" in entry["reason"] and "admin" in entry["reason"]
+        assert entry["snapshot"]["description"] == "key leaked in a log"
+        assert admin.get(f"/v1/episodes/{episode['id']}").status_code == 404
+        doc = admin.post(
+            "/v1/admin/purge",
+            json={
+                "id": "fb-purge-1",
+                "layer": "semantic",
+                "collection": "feedback",
+                "reason": "spam",
+            },
+        )
+        assert doc.status_code == 200, doc.text
+        assert admin.get("/v1/collections/feedback/documents/fb-purge-1").status_code == 404
+        found = admin.post(
+            "/v1/collections/feedback/query", json={"query_text": "customer hated the logo"}
+        ).json()
+        assert isinstance(found, list)
+        assert all(hit["doc_id"] != "fb-purge-1" for hit in found)
+        audit = admin.get("/v1/audit", params={"action": "purge"}).json()
+        assert {e["item_id"] for e in audit} >= {episode["id"], "fb-purge-1"}
+        again = admin.post("/v1/admin/purge", json=body)
+        assert again.status_code == 404
+
+
+def test_storage_still_refuses_every_other_delete_of_a_protected_item(server: Server) -> None:
+    import sqlite3
+
+    from omoide.errors import ProtectedMemoryError
+
+    with server.client("ceo") as ceo:
+        episode = ceo.post(
+            "/v1/episodes", json={"event_type": "compliance_event", "description": "SOX audit"}
+        ).json()
+    db = server.mem.db
+    assert db is not None
+    assert db.scalar("SELECT COUNT(*) FROM purge_grants") == 0  # purges consumed their grants
+    with pytest.raises(ProtectedMemoryError), db.transaction() as conn:
+        conn.execute("DELETE FROM episodes WHERE id = ?", (episode["id"],))
+    # A grant without its audit record is refused; so is one naming another item's audit row.
+    with pytest.raises((ProtectedMemoryError, sqlite3.DatabaseError)), db.transaction() as conn:
+        conn.execute(
+            "INSERT INTO purge_grants(layer, collection, item_id, audit_id) "
+            "VALUES ('episodic', '', ?, 1)",
+            (episode["id"],),
+        )
+    other = db.scalar("SELECT id FROM audit_log WHERE action = 'purge' LIMIT 1")
+    assert other is not None
+    with pytest.raises((ProtectedMemoryError, sqlite3.DatabaseError)), db.transaction() as conn:
+        conn.execute(
+            "INSERT INTO purge_grants(layer, collection, item_id, audit_id) "
+            "VALUES ('episodic', '', ?, ?)",
+            (episode["id"], other),
+        )
+    assert db.scalar("SELECT protected FROM episodes WHERE id = ?", (episode["id"],)) == 1

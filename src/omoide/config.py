@@ -10,6 +10,9 @@ Example ``omoide.toml``::
     default_scope = "global"
     never_forget = ["legal_holds"]          # extends the five built-in categories
 
+    [protection]
+    writers = ["ceo"]                       # agents (besides admins) that may write them
+
     [episodic]
     max_entries = 20000
 
@@ -48,6 +51,7 @@ __all__ = [
     "ForgettingConfig",
     "LLMConfig",
     "ProceduralConfig",
+    "ProtectionConfig",
     "RouterConfig",
     "SemanticConfig",
     "WorkingConfig",
@@ -316,6 +320,18 @@ class RouterConfig:
 
 
 @dataclass(frozen=True)
+class ProtectionConfig:
+    """Who may write never-forget items through the servers (and ``LocalOperations``).
+
+    A never-forget item can only be removed by an admin purge, so an agent able to write one
+    could fill the store for good. Admin keys and the local operator always may; other agents
+    only if listed in ``writers``. Default: none. The library itself is not restricted.
+    """
+
+    writers: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Config:
     """All of omoide's settings. Every field has a working default."""
 
@@ -327,6 +343,7 @@ class Config:
     forgetting: ForgettingConfig = field(default_factory=ForgettingConfig)
     llm: LLMConfig = field(default_factory=LLMConfig)
     router: RouterConfig = field(default_factory=RouterConfig)
+    protection: ProtectionConfig = field(default_factory=ProtectionConfig)
     #: Scope given to items written without one: ``global``, ``private`` or a share list.
     default_scope: str = "global"
     #: Teams for scopes: ``{"leads": ("ceo", "cto")}`` lets ``team:leads`` reach both.
@@ -367,6 +384,7 @@ _SECTION_TYPES: dict[str, type] = {
     "forgetting": ForgettingConfig,
     "llm": LLMConfig,
     "router": RouterConfig,
+    "protection": ProtectionConfig,
 }
 
 
@@ -416,6 +434,10 @@ def _build(cls: type, data: Mapping[str, Any], where: str) -> Any:
             ):
                 raise ConfigError(f"{path}: expected a table of agent-name arrays")
             values[key] = _frozen({k: tuple(v) for k, v in value.items()})
+        elif key == "writers":
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise ConfigError(f"{path}: expected an array of agent names")
+            values[key] = tuple(value)
         elif key == "never_forget":
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise ConfigError(f"{path}: expected an array of strings")

@@ -388,6 +388,20 @@ class Memory:
         self._check_open()
         return self.lifecycle.restore(item_id, layer=layer, collection=collection)
 
+    def purge(
+        self,
+        item_id: str,
+        *,
+        reason: str,
+        layer: str = "episodic",
+        collection: str = "",
+        by: str = "operator",
+    ) -> AuditEntry:
+        """Remove an item for good, even a never-forget one (the administrator's remedy for
+        spam); audited with its snapshot, ``by`` and the non-empty ``reason``."""
+        self._check_open()
+        return self.lifecycle.purge(layer, item_id, reason=reason, by=by, collection=collection)
+
     def audit(
         self,
         item_id: str | None = None,

@@ -141,6 +141,43 @@ class LocalOperations(PipelineOperations):
         if not self.caller.admin:
             raise PermissionDeniedError(f"{what} needs an admin key")
 
+    def _check_protected_writer(self, categories: Sequence[str], field: str) -> None:
+        """Only admins and ``[protection] writers`` may write never-forget items: nobody but
+        an admin purge can remove one, so any agent could otherwise fill the store for good."""
+        if not categories or self.caller.admin:
+            return
+        if self.caller.agent in self.mem.config.protection.writers:
+            return
+        raise PermissionDeniedError(
+            f"{field}: the item would be never-forget ({', '.join(categories)}); agent "
+            f"{self.caller.agent!r} may not write protected items ([protection] writers)"
+        )
+
+    def _check_episode_writer(self, fields: Mapping[str, Any], event_type: Any, where: str) -> None:
+        tags = fields.get("tags") or ()
+        context = fields.get("context") or {}
+        if not isinstance(event_type, str) or not isinstance(context, Mapping):
+            return  # the store names the bad field
+        if isinstance(tags, str) or not isinstance(tags, Sequence):
+            return
+        categories = self.mem.never_forget.episode_categories(
+            event_type, [t for t in tags if isinstance(t, str)], context
+        )
+        self._check_protected_writer(categories, where)
+
+    def _check_document_writer(
+        self, collection: str, metadatas: Sequence[Mapping[str, Any] | None] | None, count: int
+    ) -> None:
+        if not isinstance(collection, str):
+            return
+        listed = list(metadatas) if isinstance(metadatas, Sequence) else []
+        for i in range(count):
+            metadata = listed[i] if i < len(listed) else None
+            if metadata is not None and not isinstance(metadata, Mapping):
+                continue  # the store names the bad field
+            categories = self.mem.never_forget.document_categories(collection, metadata or {})
+            self._check_protected_writer(categories, f"metadatas[{i}]")
+
     def whoami(self) -> dict[str, Any]:
         return {
             "agent": self.caller.agent,
@@ -154,6 +191,7 @@ class LocalOperations(PipelineOperations):
         """Record an episode as the caller (fields: context, outcome, importance, tags,
         references, id, timestamp, decay_rate, scope)."""
         self._refuse_agent_field(fields, "agent_name")
+        self._check_episode_writer(fields, event_type, "event_type")
         episode = self.mem.episodic.record(self._writer(), event_type, description, **fields)
         return _json(episode)
 
@@ -165,6 +203,7 @@ class LocalOperations(PipelineOperations):
         for i, item in enumerate(items):
             if isinstance(item, Mapping):
                 self._refuse_agent_field(item, f"items[{i}].agent_name")
+                self._check_episode_writer(item, item.get("event_type"), f"items[{i}]")
                 prepared.append({**item, "agent_name": writer})
             else:
                 prepared.append(item)
@@ -226,6 +265,10 @@ class LocalOperations(PipelineOperations):
     ) -> dict[str, Any]:
         current = self.mem.episodic.get(episode_id, **self._reader)
         self._check_owner("episode", episode_id, current.agent_name)
+        if tags is not None and not current.protected:
+            self._check_episode_writer(
+                {"tags": tags, "context": current.context}, current.event_type, "tags"
+            )
         updated = self.mem.episodic.update(
             episode_id, outcome=outcome, importance=importance, tags=tags
         )
@@ -281,6 +324,8 @@ class LocalOperations(PipelineOperations):
         scope: str | Sequence[str] | None = None,
     ) -> dict[str, Any]:
         writer = self._writer()
+        count = len(documents) if isinstance(documents, Sequence) else 0
+        self._check_document_writer(collection, metadatas, count)
         with _store_lock(self.mem):
             self._check_document_owners(collection, _target_ids(documents, ids))
             stored = self.mem.semantic.store(

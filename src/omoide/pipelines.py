@@ -44,6 +44,11 @@ class PipelineOperations:
     def _check_document_owners(self, collection: str, ids: Sequence[Any]) -> None:
         raise NotImplementedError
 
+    def _check_document_writer(
+        self, collection: str, metadatas: Sequence[Mapping[str, Any] | None] | None, count: int
+    ) -> None:
+        raise NotImplementedError
+
     # -- recall --------------------------------------------------------------------------
 
     def recall(
@@ -185,6 +190,17 @@ class PipelineOperations:
         doc = self.mem.semantic.get(where[0], item_id)
         return {"layer": found, "collection": where[0], "item": _object(doc)}
 
+    def purge(
+        self, item_id: str, *, reason: str, layer: str = "episodic", collection: str = ""
+    ) -> dict[str, Any]:
+        """Remove an item for good, never-forget ones too (admin); the audit entry (with the
+        item's snapshot) is returned."""
+        self._require_admin("purging an item")
+        by = self.caller.agent or "operator"
+        return _object(
+            self.mem.purge(item_id, reason=reason, layer=layer, collection=collection, by=by)
+        )
+
     def _check_restore_owner(self, item_id: str, layer: str | None, collection: str | None) -> None:
         assert self.mem.db is not None
         owners: list[str] = []
@@ -266,6 +282,7 @@ class PipelineOperations:
 
         writer = self._writer()
         target = self.mem.semantic.cache.collection if collection is None else collection
+        self._check_document_writer(target, [metadata], 1)
         with _store_lock(self.mem):
             if isinstance(key, str):
                 self._check_document_owners(target, [cache_id(key)])
