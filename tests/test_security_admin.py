@@ -350,3 +350,67 @@ def test_storage_still_refuses_every_other_delete_of_a_protected_item(server: Se
             (episode["id"], other),
         )
     assert db.scalar("SELECT protected FROM episodes WHERE id = ?", (episode["id"],)) == 1
+
+
+# -- finding 9: timestamps ---------------------------------------------------------------
+
+
+def test_future_and_backdated_timestamps_are_refused_naming_the_field(server: Server) -> None:
+    from datetime import timedelta
+
+    now = server.clock.now()
+    with server.client("designer") as designer, server.client("admin") as admin:
+        for when in ("9999-12-31T00:00:00+00:00", (now + timedelta(minutes=6)).isoformat()):
+            one = designer.post(
+                "/v1/episodes",
+                json={"event_type": "note", "description": "from the future", "timestamp": when},
+            )
+            assert one.status_code == 422, one.text
+            assert one.json()["detail"][0]["loc"] == ["timestamp"]
+        batch = designer.post(
+            "/v1/episodes/batch",
+            json={
+                "episodes": [
+                    {"event_type": "note", "description": "from the future"},
+                    {
+                        "event_type": "note",
+                        "description": "from the future",
+                        "timestamp": "9999-01-01T00:00:00Z",
+                    },
+                ]
+            },
+        )
+        assert batch.status_code == 422
+        assert batch.json()["detail"][0]["loc"] == ["items[1].timestamp"]
+        old = (now - timedelta(days=30)).isoformat()
+        back = designer.post(
+            "/v1/episodes", json={"event_type": "note", "description": "old", "timestamp": old}
+        )
+        assert back.status_code == 422 and back.json()["detail"][0]["loc"] == ["timestamp"]
+        skew = (now + timedelta(minutes=4)).isoformat()
+        ok = designer.post(
+            "/v1/episodes", json={"event_type": "note", "description": "ok", "timestamp": skew}
+        )
+        assert ok.status_code == 201, ok.text
+        assert (
+            admin.post(
+                "/v1/episodes", json={"event_type": "note", "description": "old", "timestamp": old}
+            ).status_code
+            == 201
+        )
+        assert (
+            admin.post(
+                "/v1/episodes",
+                json={
+                    "event_type": "note",
+                    "description": "x",
+                    "timestamp": "9999-01-01T00:00:00Z",
+                },
+            ).status_code
+            == 422
+        )
+    assert server.mem.db is not None
+    assert (
+        server.mem.db.scalar("SELECT COUNT(*) FROM episodes WHERE description = 'from the future'")
+        == 0
+    )

@@ -329,6 +329,10 @@ class ProtectionConfig:
     """
 
     writers: tuple[str, ...] = ()
+    #: How many days into the past an agent that is not an admin may date an episode
+    #: (``timestamp``) through the servers: backdating makes an episode look old at once
+    #: (distillable, forgettable). Admins and the local operator may date anything.
+    agent_backdate_days: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -581,6 +585,9 @@ def _check(config: Config) -> None:
         "meaning_floor",
     ):
         _unit(getattr(r, name), f"router.{name}")
+    backdate = config.protection.agent_backdate_days
+    if not isinstance(backdate, int | float) or isinstance(backdate, bool) or not backdate >= 0:
+        raise ConfigError("protection.agent_backdate_days: expected a number >= 0")
     if config.lock_timeout < 0:
         raise ConfigError("lock_timeout: must be >= 0")
 

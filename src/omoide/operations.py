@@ -23,7 +23,7 @@ import threading
 import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from .errors import NotFoundError, PermissionDeniedError, ValidationError
@@ -33,6 +33,7 @@ from .pipelines import PipelineOperations
 from .scope import reader_predicate, teams_of
 from .semantic import content_id
 from .transfer import Progress, export_jsonl, import_jsonl
+from .validation import check_datetime
 from .working import WorkingMemory
 
 __all__ = ["Caller", "LocalOperations", "to_json"]
@@ -153,6 +154,18 @@ class LocalOperations(PipelineOperations):
             f"{self.caller.agent!r} may not write protected items ([protection] writers)"
         )
 
+    def _check_backdate(self, timestamp: Any, field: str) -> None:
+        """Agents that are not admins may date an episode at most
+        ``protection.agent_backdate_days`` into the past (the future is refused for all)."""
+        if timestamp is None or self.caller.admin:
+            return
+        moment = check_datetime(field, timestamp)
+        days = self.mem.config.protection.agent_backdate_days
+        if moment < self.mem.clock.now() - timedelta(days=days):
+            raise ValidationError(
+                field, f"agents may date episodes at most {days:g} days into the past"
+            )
+
     def _check_episode_writer(self, fields: Mapping[str, Any], event_type: Any, where: str) -> None:
         tags = fields.get("tags") or ()
         context = fields.get("context") or {}
@@ -192,6 +205,7 @@ class LocalOperations(PipelineOperations):
         references, id, timestamp, decay_rate, scope)."""
         self._refuse_agent_field(fields, "agent_name")
         self._check_episode_writer(fields, event_type, "event_type")
+        self._check_backdate(fields.get("timestamp"), "timestamp")
         episode = self.mem.episodic.record(self._writer(), event_type, description, **fields)
         return _json(episode)
 
@@ -204,6 +218,7 @@ class LocalOperations(PipelineOperations):
             if isinstance(item, Mapping):
                 self._refuse_agent_field(item, f"items[{i}].agent_name")
                 self._check_episode_writer(item, item.get("event_type"), f"items[{i}]")
+                self._check_backdate(item.get("timestamp"), f"items[{i}].timestamp")
                 prepared.append({**item, "agent_name": writer})
             else:
                 prepared.append(item)
