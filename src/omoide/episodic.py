@@ -330,12 +330,6 @@ class EpisodicStore:
             ts = to_timestamp(now)
         else:
             moment = check_datetime(field("timestamp"), when)
-            if moment > now + FUTURE_SKEW:
-                raise ValidationError(
-                    field("timestamp"),
-                    f"{moment.isoformat()} is in the future (more than "
-                    f"{FUTURE_SKEW.total_seconds() / 60:g} minutes after the clock)",
-                )
             ts = to_timestamp(moment)
         scope_value = item.get("scope")
         scope = normalize_scope(

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from .episodic import FUTURE_SKEW
 from .errors import NotFoundError, PermissionDeniedError, ValidationError
 from .keys import ApiKey, KeyStore
 from .memory import Memory
@@ -157,9 +158,15 @@ class LocalOperations(PipelineOperations):
     def _check_backdate(self, timestamp: Any, field: str) -> None:
         """Agents that are not admins may date an episode at most
         ``protection.agent_backdate_days`` into the past (the future is refused for all)."""
-        if timestamp is None or self.caller.admin:
+        if timestamp is None:
             return
         moment = check_datetime(field, timestamp)
+        if moment > self.mem.clock.now() + FUTURE_SKEW:
+            raise ValidationError(
+                field, f"{moment.isoformat()} is more than 5 minutes after the server's clock"
+            )
+        if self.caller.admin:
+            return
         days = self.mem.config.protection.agent_backdate_days
         if moment < self.mem.clock.now() - timedelta(days=days):
             raise ValidationError(
