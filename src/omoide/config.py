@@ -10,6 +10,9 @@ Example ``omoide.toml``::
     default_scope = "global"
     never_forget = ["legal_holds"]          # extends the five built-in categories
 
+    [protection]
+    writers = ["ceo"]                       # agents (besides admins) that may write them
+
     [episodic]
     max_entries = 20000
 
@@ -48,6 +51,7 @@ __all__ = [
     "ForgettingConfig",
     "LLMConfig",
     "ProceduralConfig",
+    "ProtectionConfig",
     "RouterConfig",
     "SemanticConfig",
     "ServerConfig",
@@ -331,6 +335,22 @@ class ServerConfig:
 
 
 @dataclass(frozen=True)
+class ProtectionConfig:
+    """Who may write never-forget items through the servers (and ``LocalOperations``).
+
+    A never-forget item can only be removed by an admin purge, so an agent able to write one
+    could fill the store for good. Admin keys and the local operator always may; other agents
+    only if listed in ``writers``. Default: none. The library itself is not restricted.
+    """
+
+    writers: tuple[str, ...] = ()
+    #: How many days into the past an agent that is not an admin may date an episode
+    #: (``timestamp``) through the servers: backdating makes an episode look old at once
+    #: (distillable, forgettable). Admins and the local operator may date anything.
+    agent_backdate_days: float = 1.0
+
+
+@dataclass(frozen=True)
 class Config:
     """All of omoide's settings. Every field has a working default."""
 
@@ -343,6 +363,7 @@ class Config:
     llm: LLMConfig = field(default_factory=LLMConfig)
     router: RouterConfig = field(default_factory=RouterConfig)
     server: ServerConfig = field(default_factory=ServerConfig)
+    protection: ProtectionConfig = field(default_factory=ProtectionConfig)
     #: Scope given to items written without one: ``global``, ``private`` or a share list.
     default_scope: str = "global"
     #: Teams for scopes: ``{"leads": ("ceo", "cto")}`` lets ``team:leads`` reach both.
@@ -384,6 +405,7 @@ _SECTION_TYPES: dict[str, type] = {
     "llm": LLMConfig,
     "router": RouterConfig,
     "server": ServerConfig,
+    "protection": ProtectionConfig,
 }
 
 
@@ -433,6 +455,10 @@ def _build(cls: type, data: Mapping[str, Any], where: str) -> Any:
             ):
                 raise ConfigError(f"{path}: expected a table of agent-name arrays")
             values[key] = _frozen({k: tuple(v) for k, v in value.items()})
+        elif key == "writers":
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise ConfigError(f"{path}: expected an array of agent names")
+            values[key] = tuple(value)
         elif key == "never_forget":
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise ConfigError(f"{path}: expected an array of strings")
@@ -576,6 +602,9 @@ def _check(config: Config) -> None:
         "meaning_floor",
     ):
         _unit(getattr(r, name), f"router.{name}")
+    backdate = config.protection.agent_backdate_days
+    if not isinstance(backdate, int | float) or isinstance(backdate, bool) or not backdate >= 0:
+        raise ConfigError("protection.agent_backdate_days: expected a number >= 0")
     if config.lock_timeout < 0:
         raise ConfigError("lock_timeout: must be >= 0")
     for name in ("max_body_bytes", "max_import_bytes", "max_request_text_chars"):

@@ -34,6 +34,7 @@ __all__ = [
     "ForgetReport",
     "Forgetting",
     "ForgettingPolicy",
+    "ItemNote",
     "PlannedAction",
     "PolicyReport",
     "policies_from_config",
@@ -118,6 +119,20 @@ class PlannedAction:
     item_id: str
     action: str
     reason: str
+
+
+class ItemNote(tuple[str, str]):
+    """``(item id, text)`` of a skipped or failed item, which also knows the item's
+    collection (``""`` for episodes): ids are unique only within a collection, so whoever
+    filters a report by what a reader may see needs it. Compares and serializes as the pair.
+    """
+
+    collection: str
+
+    def __new__(cls, item_id: str, text: str, collection: str = "") -> ItemNote:
+        note = super().__new__(cls, (item_id, text))
+        note.collection = collection
+        return note
 
 
 @dataclass
@@ -221,7 +236,9 @@ class Forgetting:
                             run_id=report.run_id,
                         )
                     except OmoideError as exc:
-                        policy_report.failed.append((action.item_id, str(exc)))
+                        policy_report.failed.append(
+                            ItemNote(action.item_id, str(exc), action.collection)
+                        )
         report.seconds = self._clock.monotonic() - started
         return report
 
@@ -242,7 +259,7 @@ class Forgetting:
                 key = (policy.target_layer, item["collection"] or "", item["id"])
                 skip = self._skip_reason(policy, item, claimed.get(key))
                 if skip:
-                    report.skipped.append((item["id"], skip))
+                    report.skipped.append(ItemNote(item["id"], skip, item["collection"] or ""))
                     continue
                 claimed[key] = policy.name
                 report.acted.append(

@@ -149,6 +149,74 @@ class Lifecycle:
         else:
             raise UnknownLayerError(layer, list(LAYERS))
 
+    def purge(
+        self,
+        layer: str,
+        item_id: str,
+        *,
+        reason: str,
+        by: str,
+        collection: str = "",
+    ) -> AuditEntry:
+        """Remove one item for good, never-forget or not (the admin's way out of spam).
+
+        The audit log keeps the item's snapshot, ``by`` (who purged it) and ``reason``; the
+        storage triggers let this one delete through because of a grant tied to that audit
+        row (migration ``0008_admin_purge``), and no other path writes grants.
+        """
+        check_name("layer", layer)
+        check_name("id", item_id)
+        if not isinstance(reason, str) or not reason.strip():
+            raise ValidationError("reason", "a purge needs a non-empty reason")
+        if len(reason) > 2_000:
+            raise ValidationError("reason", "at most 2000 characters")
+        if layer not in LAYERS:
+            raise UnknownLayerError(layer, list(LAYERS))
+        if layer == "episodic":
+            collection = ""
+        else:
+            check_name("collection", collection)
+        run_id = f"purge-{uuid.uuid4().hex[:12]}"
+        with self._db.transaction() as conn:
+            if layer == "episodic":
+                row = self._episode_row(conn, item_id)
+                snapshot = _episode_snapshot(row)
+            else:
+                row = self._document_row(conn, collection, item_id)
+                snapshot = _document_snapshot(row)
+            self._audit(
+                conn,
+                layer=layer,
+                collection=collection,
+                item_id=item_id,
+                action="purge",
+                policy="admin_purge",
+                reason=f"{reason.strip()} (purged by {by})",
+                run_id=run_id,
+                snapshot=snapshot,
+            )
+            audit_id = conn.execute("SELECT last_insert_rowid()").fetchone()[0]
+            conn.execute(
+                "INSERT INTO purge_grants(layer, collection, item_id, audit_id) "
+                "VALUES (?, ?, ?, ?)",
+                (layer, collection, item_id, audit_id),
+            )
+            if layer == "episodic":
+                remove_keys(conn, [int(row["rowid"])])
+                conn.execute("DELETE FROM episodes WHERE rowid = ?", (row["rowid"],))
+                conn.execute("DELETE FROM episodes_fts WHERE rowid = ?", (row["rowid"],))
+            else:
+                conn.execute(
+                    "UPDATE semantic_docs SET state = 'deleting' WHERE collection = ? AND id = ?",
+                    (collection, item_id),
+                )
+        if layer == "episodic":
+            self._episodic.forget_vectors([int(row["rowid"])])
+        else:
+            self._semantic.settle(collection, [item_id])
+        [entry] = self.audit(item_id, run_id=run_id, limit=1)
+        return entry
+
     def _audit(
         self,
         conn: Any,

@@ -46,6 +46,7 @@ from .scheduler import LAST_RUN_KEY, MAINTENANCE_LOCK, MaintenanceReport
 from .scope import normalize_scope
 from .semantic import SemanticStore
 from .storage import Database, DirectoryLock
+from .storage.permissions import private_dir, tighten
 from .tokens import TokenCounter, default_token_counter
 from .working import WorkingMemory, promoted_episode_id
 
@@ -110,7 +111,7 @@ class Memory:
     ) -> None:
         self.path = resolve_path(path)
         try:
-            self.path.mkdir(parents=True, exist_ok=True)
+            private_dir(self.path)
         except OSError as exc:
             raise ConfigError(f"cannot create data directory {self.path}: {exc}") from exc
         if config is None:
@@ -127,6 +128,7 @@ class Memory:
         try:
             self._open(embedder, token_counter, freshness)
             self._open_pipelines(llm)
+            tighten(self.path)  # what older versions or ChromaDB created with the umask
         except BaseException:
             self._shutdown()
             raise
@@ -421,6 +423,20 @@ class Memory:
         self._check_open()
         return self.lifecycle.restore(item_id, layer=layer, collection=collection)
 
+    def purge(
+        self,
+        item_id: str,
+        *,
+        reason: str,
+        layer: str = "episodic",
+        collection: str = "",
+        by: str = "operator",
+    ) -> AuditEntry:
+        """Remove an item for good, even a never-forget one (the administrator's remedy for
+        spam); audited with its snapshot, ``by`` and the non-empty ``reason``."""
+        self._check_open()
+        return self.lifecycle.purge(layer, item_id, reason=reason, by=by, collection=collection)
+
     def audit(
         self,
         item_id: str | None = None,
@@ -593,6 +609,7 @@ class Memory:
                 self._chroma.close()
             if self.db is not None:
                 self.db.close()
+            tighten(self.path)  # files ChromaDB created while open
         finally:
             self._chroma = None
             self._lock.release()

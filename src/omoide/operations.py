@@ -26,9 +26,10 @@ import threading
 import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
+from .episodic import FUTURE_SKEW
 from .errors import AlreadyExistsError, NotFoundError, PermissionDeniedError, ValidationError
 from .ids import check_client_id
 from .keys import ApiKey, KeyStore
@@ -37,6 +38,7 @@ from .pipelines import PipelineOperations
 from .scope import reader_predicate, teams_of
 from .semantic import content_id
 from .transfer import Progress, export_jsonl, import_jsonl
+from .validation import check_datetime
 from .working import WorkingMemory
 
 __all__ = ["Caller", "LocalOperations", "to_json"]
@@ -145,6 +147,61 @@ class LocalOperations(PipelineOperations):
         if not self.caller.admin:
             raise PermissionDeniedError(f"{what} needs an admin key")
 
+    def _check_protected_writer(self, categories: Sequence[str], field: str) -> None:
+        """Only admins and ``[protection] writers`` may write never-forget items: nobody but
+        an admin purge can remove one, so any agent could otherwise fill the store for good."""
+        if not categories or self.caller.admin:
+            return
+        if self.caller.agent in self.mem.config.protection.writers:
+            return
+        raise PermissionDeniedError(
+            f"{field}: the item would be never-forget ({', '.join(categories)}); agent "
+            f"{self.caller.agent!r} may not write protected items ([protection] writers)"
+        )
+
+    def _check_backdate(self, timestamp: Any, field: str) -> None:
+        """Agents that are not admins may date an episode at most
+        ``protection.agent_backdate_days`` into the past (the future is refused for all)."""
+        if timestamp is None:
+            return
+        moment = check_datetime(field, timestamp)
+        if moment > self.mem.clock.now() + FUTURE_SKEW:
+            raise ValidationError(
+                field, f"{moment.isoformat()} is more than 5 minutes after the server's clock"
+            )
+        if self.caller.admin:
+            return
+        days = self.mem.config.protection.agent_backdate_days
+        if moment < self.mem.clock.now() - timedelta(days=days):
+            raise ValidationError(
+                field, f"agents may date episodes at most {days:g} days into the past"
+            )
+
+    def _check_episode_writer(self, fields: Mapping[str, Any], event_type: Any, where: str) -> None:
+        tags = fields.get("tags") or ()
+        context = fields.get("context") or {}
+        if not isinstance(event_type, str) or not isinstance(context, Mapping):
+            return  # the store names the bad field
+        if isinstance(tags, str) or not isinstance(tags, Sequence):
+            return
+        categories = self.mem.never_forget.episode_categories(
+            event_type, [t for t in tags if isinstance(t, str)], context
+        )
+        self._check_protected_writer(categories, where)
+
+    def _check_document_writer(
+        self, collection: str, metadatas: Sequence[Mapping[str, Any] | None] | None, count: int
+    ) -> None:
+        if not isinstance(collection, str):
+            return
+        listed = list(metadatas) if isinstance(metadatas, Sequence) else []
+        for i in range(count):
+            metadata = listed[i] if i < len(listed) else None
+            if metadata is not None and not isinstance(metadata, Mapping):
+                continue  # the store names the bad field
+            categories = self.mem.never_forget.document_categories(collection, metadata or {})
+            self._check_protected_writer(categories, f"metadatas[{i}]")
+
     def whoami(self) -> dict[str, Any]:
         return {
             "agent": self.caller.agent,
@@ -159,6 +216,8 @@ class LocalOperations(PipelineOperations):
         references, id, timestamp, decay_rate, scope)."""
         self._refuse_agent_field(fields, "agent_name")
         check_client_id("id", fields.get("id"))
+        self._check_episode_writer(fields, event_type, "event_type")
+        self._check_backdate(fields.get("timestamp"), "timestamp")
         episode = self.mem.episodic.record(self._writer(), event_type, description, **fields)
         return _json(episode)
 
@@ -171,6 +230,8 @@ class LocalOperations(PipelineOperations):
             if isinstance(item, Mapping):
                 self._refuse_agent_field(item, f"items[{i}].agent_name")
                 check_client_id("id" if i == 0 else f"items[{i}].id", item.get("id"))
+                self._check_episode_writer(item, item.get("event_type"), f"items[{i}]")
+                self._check_backdate(item.get("timestamp"), f"items[{i}].timestamp")
                 prepared.append({**item, "agent_name": writer})
             else:
                 prepared.append(item)
@@ -232,6 +293,10 @@ class LocalOperations(PipelineOperations):
     ) -> dict[str, Any]:
         current = self.mem.episodic.get(episode_id, **self._reader)
         self._check_owner("episode", episode_id, current.agent_name)
+        if tags is not None and not current.protected:
+            self._check_episode_writer(
+                {"tags": tags, "context": current.context}, current.event_type, "tags"
+            )
         updated = self.mem.episodic.update(
             episode_id, outcome=outcome, importance=importance, tags=tags
         )
@@ -290,6 +355,8 @@ class LocalOperations(PipelineOperations):
         if isinstance(ids, Sequence) and not isinstance(ids, str | bytes):
             for i, doc_id in enumerate(ids):
                 check_client_id(f"ids[{i}]", doc_id)
+        count = len(documents) if isinstance(documents, Sequence) else 0
+        self._check_document_writer(collection, metadatas, count)
         targets = _target_ids(documents, ids, writer)
         self._check_document_owners(collection, targets)  # refuse early, before embedding
         # Embedding is the slow part: done outside the lock, so that one agent's large

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from .cache import cache_id
 from .errors import NotFoundError, UnknownLayerError, ValidationError
+from .forgetting import ItemNote
 from .indexing import ProgressCallback
 from .lifecycle import LAYERS
 from .scope import reader_predicate
@@ -43,6 +44,11 @@ class PipelineOperations:
         raise NotImplementedError
 
     def _check_document_owners(self, collection: str, ids: Sequence[Any]) -> None:
+        raise NotImplementedError
+
+    def _check_document_writer(
+        self, collection: str, metadatas: Sequence[Mapping[str, Any] | None] | None, count: int
+    ) -> None:
         raise NotImplementedError
 
     # -- recall --------------------------------------------------------------------------
@@ -90,16 +96,21 @@ class PipelineOperations:
         if not dry_run:
             self._require_admin("forgetting")
         report = self.mem.forget(dry_run=dry_run)
-        out = _object(report)
         if not self.caller.read_all:
-            for policy in out["policies"]:
-                layer = policy["layer"]
-                acted = [a for a in policy["acted"] if self._visible(layer, a["collection"], a)]
-                skipped = [s for s in policy["skipped"] if self._visible(layer, None, s[0])]
-                failed = [f for f in policy["failed"] if self._visible(layer, None, f[0])]
-                policy.update(
-                    acted=acted, skipped=skipped, failed=failed, candidates=len(acted + skipped)
-                )
+            # Filtered by layer, collection and id: ids are unique only within a collection.
+            for policy in report.policies:
+                layer = policy.layer
+                policy.acted = [
+                    a for a in policy.acted if self._visible(layer, a.collection, a.item_id)
+                ]
+                policy.skipped = [
+                    s for s in policy.skipped if self._visible(layer, _collection(s), s[0])
+                ]
+                policy.failed = [
+                    f for f in policy.failed if self._visible(layer, _collection(f), f[0])
+                ]
+                policy.candidates = len(policy.acted) + len(policy.skipped)
+        out = _object(report)
         out["acted"] = sum(len(p["acted"]) - len(p["failed"]) for p in out["policies"])
         return out
 
@@ -113,18 +124,18 @@ class PipelineOperations:
         self._require_admin("enforcing collection policies")
         return _object(self.mem.enforce_collections(dry_run=dry_run))
 
-    def _visible(self, layer: str, collection: str | None, item: Any) -> bool:
-        """Whether the caller may read an item of a plan (by id, in its layer)."""
+    def _visible(self, layer: str, collection: str | None, item_id: str) -> bool:
+        """Whether the caller may read an item of a plan (by layer, collection and id; a
+        semantic item of unknown collection is not visible)."""
         assert self.mem.db is not None
-        item_id = item["item_id"] if isinstance(item, Mapping) else item
         pred, params = reader_predicate(self.caller.reader, self.caller.teams)
         if layer == "episodic":
             sql, args = "SELECT 1 FROM episodes WHERE id=?", [item_id]
         else:
-            sql, args = "SELECT 1 FROM semantic_docs WHERE id=?", [item_id]
-            if collection:
-                sql += " AND collection=?"
-                args.append(collection)
+            if not collection:
+                return False
+            sql = "SELECT 1 FROM semantic_docs WHERE id=? AND collection=?"
+            args = [item_id, collection]
         return self.mem.db.scalar(f"{sql} AND {pred} LIMIT 1", (*args, *params)) is not None
 
     # -- audit and restore -------------------------------------------------------------
@@ -183,6 +194,17 @@ class PipelineOperations:
         ]
         doc = self.mem.semantic.get(where[0], item_id)
         return {"layer": found, "collection": where[0], "item": _object(doc)}
+
+    def purge(
+        self, item_id: str, *, reason: str, layer: str = "episodic", collection: str = ""
+    ) -> dict[str, Any]:
+        """Remove an item for good, never-forget ones too (admin); the audit entry (with the
+        item's snapshot) is returned."""
+        self._require_admin("purging an item")
+        by = self.caller.agent or "operator"
+        return _object(
+            self.mem.purge(item_id, reason=reason, layer=layer, collection=collection, by=by)
+        )
 
     def _own_restore_place(
         self, item_id: str, layer: str | None, collection: str | None
@@ -280,6 +302,7 @@ class PipelineOperations:
 
         writer = self._writer()
         target = self.mem.semantic.cache.collection if collection is None else collection
+        self._check_document_writer(target, [metadata], 1)
         with _store_lock(self.mem):
             if isinstance(key, str):
                 self._check_document_owners(target, [cache_id(key, writer)])
@@ -307,6 +330,11 @@ class PipelineOperations:
         if doc is None:
             raise NotFoundError("cache entry", key)
         return _object(doc)
+
+
+def _collection(note: tuple[str, str]) -> str | None:
+    """The collection a skipped or failed item of a forgetting report is in (if known)."""
+    return note.collection if isinstance(note, ItemNote) else None
 
 
 def _object(value: Any) -> dict[str, Any]:

@@ -433,6 +433,15 @@ class RemoteOperations:
         result: dict[str, Any] = self._call("POST", "/v1/restore", payload)
         return result
 
+    def purge(
+        self, item_id: str, *, reason: str, layer: str = "episodic", collection: str = ""
+    ) -> dict[str, Any]:
+        payload = _clean({"id": item_id, "reason": reason, "layer": layer})
+        if collection:
+            payload["collection"] = collection
+        result: dict[str, Any] = self._call("POST", "/v1/admin/purge", payload)
+        return result
+
     def index(self, path: str, collection: str, **options: Any) -> dict[str, Any]:
         """Index a folder on the *server's* machine (the path is read there)."""
         options.pop("progress", None)  # the server reports figures at the end

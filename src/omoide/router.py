@@ -413,7 +413,7 @@ class Router:
                         text=hit.document,
                         score=weight * relevance,
                         why=why,
-                        author=doc.agent_name,
+                        author=_document_author(doc.agent_name, hit.metadata),
                         timestamp=doc.updated_at,
                         metadata=dict(hit.metadata),
                     )
@@ -607,3 +607,15 @@ def _dedupe(items: list[ContextItem]) -> list[ContextItem]:
         for k in keys:
             alias[k] = keys[0]
     return list(best.values())
+
+
+def _document_author(agent_name: str, metadata: Mapping[str, Any]) -> str:
+    """Who a document is from. Distillation writes shared knowledge as no agent (``""``);
+    it is attributed to the agents of its source episodes (its ``agents`` metadata), which
+    only distillation can do: every agent's write carries the agent's name."""
+    agents = metadata.get("agents")
+    if not agent_name and metadata.get("source") == "distillation" and isinstance(agents, str):
+        names = [a.strip() for a in agents.split(",") if a.strip()]
+        if names:
+            return "distilled from " + ", ".join(names)
+    return agent_name

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from ..errors import OmoideError, StoreLockedError, ValidationError
+from ..storage.permissions import open_private
 
 if TYPE_CHECKING:
     from ..operations import LocalOperations
@@ -190,7 +191,8 @@ def _export(args: argparse.Namespace, out: Output) -> int:
         if target in (None, "-"):
             stream, close = sys.stdout, False
         else:
-            stream, close = open(target, "w", encoding="utf-8", newline="\n"), True  # noqa: SIM115
+            # 0600: an export holds every agent's memories.
+            stream, close = open_private(target, "w", encoding="utf-8", newline="\n"), True
         count = 0
         try:
             for line in lines:

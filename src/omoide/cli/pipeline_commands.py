@@ -1,5 +1,5 @@
 """The commands of the pipelines: ``recall``, ``distill``, ``forget``, ``maintain``,
-``audit``, ``restore``, ``index`` and ``cache put|get``.
+``audit``, ``restore``, ``admin purge``, ``index`` and ``cache put|get``.
 
 Entries of :data:`omoide.cli.commands.COMMANDS` like the others, kept here for size.
 Whole-store jobs need an admin: the local operator is one, and through a server so is an
@@ -128,6 +128,23 @@ PIPELINE_COMMANDS: list[Command] = [
         ),
         run=lambda ops, a: ops.restore(a.item_id, layer=a.layer, collection=a.collection),
         show=show_restore,
+    ),
+    Command(
+        "admin purge",
+        "remove an item for good, never-forget ones too (admin; audited with its snapshot)",
+        (
+            arg("item_id"),
+            arg("--reason", required=True, help="why (kept in the audit log; not empty)"),
+            arg("--layer", choices=["episodic", "semantic"], default="episodic"),
+            arg("--collection", default="", help="the document's collection"),
+        ),
+        run=lambda ops, a: ops.purge(
+            a.item_id, reason=a.reason, layer=a.layer, collection=a.collection
+        ),
+        show=lambda out, entry: out.line(
+            f"purged {entry['layer']} item {entry['item_id']} (audit {entry['id']}, "
+            f"run {entry['run_id']})"
+        ),
     ),
     Command(
         "index",

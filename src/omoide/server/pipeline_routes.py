@@ -142,6 +142,15 @@ class RestoreRequest(s._Request):
     collection: Name | None = None
 
 
+class PurgeRequest(s._Request):
+    """Which item to purge, and why (kept in the audit log)."""
+
+    id: Name
+    layer: AuditLayer = "episodic"
+    collection: Name | None = None
+    reason: Annotated[str, Field(min_length=1, max_length=2000)]
+
+
 class RestoreResponse(BaseModel):
     layer: str
     collection: str | None
@@ -265,6 +274,14 @@ def pipeline_routers(ops_dependency: Any) -> list[APIRouter]:
     def restore(body: RestoreRequest, ops: Ops) -> Any:
         """Bring an archived or compressed item back (admin keys, or the item's owner)."""
         return ops.restore(body.id, layer=body.layer, collection=body.collection)
+
+    @upkeep.post("/admin/purge", response_model=AuditEntry)
+    def purge(body: PurgeRequest, ops: Ops) -> Any:
+        """Remove an item for good, never-forget ones included (admin keys only); audited
+        with the item's snapshot, the admin and the reason."""
+        return ops.purge(
+            body.id, reason=body.reason, layer=body.layer, collection=body.collection or ""
+        )
 
     knowledge = APIRouter(tags=["semantic"])
 

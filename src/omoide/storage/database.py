@@ -19,6 +19,7 @@ from ..clock import Clock, to_timestamp
 from ..errors import ProtectedMemoryError, StorageError
 from ..fulltext import index_text
 from .migrations import MIGRATIONS, Migration
+from .permissions import private_file
 
 __all__ = ["Database"]
 
@@ -37,6 +38,10 @@ class Database:
         self._clock = clock
         self._lock = threading.RLock()
         self._depth = 0
+        if str(self.path) != ":memory:":
+            # 0600 before SQLite opens it: its WAL and SHM files take the database's mode.
+            with suppress(OSError):
+                private_file(self.path)
         try:
             self._conn = sqlite3.connect(
                 str(self.path), isolation_level=None, check_same_thread=False, timeout=30.0

@@ -18,6 +18,7 @@ from typing import IO
 
 from ..clock import Clock, SystemClock
 from ..errors import StoreLockedError
+from .permissions import open_private
 
 if sys.platform != "win32":
     import fcntl
@@ -69,7 +70,7 @@ class DirectoryLock:
         if self._fh is not None:
             return
         clock = clock or SystemClock()
-        fh = open(self.path, "a+", encoding="utf-8")  # noqa: SIM115 - held until release()
+        fh = open_private(self.path, "a+", encoding="utf-8")  # held until release()
         deadline = clock.monotonic() + max(0.0, timeout)
         while not _try_lock(fh):
             if clock.monotonic() >= deadline:

@@ -400,6 +400,71 @@ BEGIN
 END;
 """
 
+ADMIN_PURGE = """
+-- Admin purge: the one way a never-forget item leaves the store. A grant names one item and
+-- the audit row (action 'purge', same item) that records who purged it, why, and its
+-- snapshot; it is inserted in the transaction that writes that audit row, the protection
+-- triggers let a delete of exactly that item through, and the delete consumes the grant.
+-- Without a grant every other delete, archive or rewrite is still refused.
+CREATE TABLE purge_grants (
+    layer       TEXT NOT NULL,
+    collection  TEXT NOT NULL DEFAULT '',
+    item_id     TEXT NOT NULL,
+    audit_id    INTEGER NOT NULL REFERENCES audit_log(id),
+    PRIMARY KEY (layer, collection, item_id)
+);
+CREATE TRIGGER purge_grants_audited BEFORE INSERT ON purge_grants
+WHEN NOT EXISTS (
+    SELECT 1 FROM audit_log WHERE id = NEW.audit_id AND action = 'purge'
+        AND layer = NEW.layer AND collection = NEW.collection AND item_id = NEW.item_id
+)
+BEGIN
+    SELECT RAISE(ABORT, 'omoide-protected: a purge needs its audit record');
+END;
+DROP TRIGGER episodes_protected_delete;
+CREATE TRIGGER episodes_protected_delete BEFORE DELETE ON episodes
+WHEN OLD.protected = 1 AND NOT EXISTS (SELECT 1 FROM purge_grants
+    WHERE layer = 'episodic' AND collection = '' AND item_id = OLD.id)
+BEGIN
+    SELECT RAISE(ABORT, 'omoide-protected: a never-forget episode cannot be deleted');
+END;
+CREATE TRIGGER episodes_purged AFTER DELETE ON episodes
+BEGIN
+    DELETE FROM purge_grants WHERE layer = 'episodic' AND collection = '' AND item_id = OLD.id;
+END;
+DROP TRIGGER semantic_docs_protected_delete;
+CREATE TRIGGER semantic_docs_protected_delete BEFORE DELETE ON semantic_docs
+WHEN OLD.protected = 1 AND NOT EXISTS (SELECT 1 FROM purge_grants
+        WHERE layer = 'semantic' AND collection = OLD.collection AND item_id = OLD.id)
+BEGIN
+    SELECT RAISE(ABORT, 'omoide-protected: a never-forget document cannot be deleted');
+END;
+CREATE TRIGGER semantic_docs_purged AFTER DELETE ON semantic_docs
+BEGIN
+    DELETE FROM purge_grants
+        WHERE layer = 'semantic' AND collection = OLD.collection AND item_id = OLD.id;
+END;
+-- A purged document leaves Chroma before its row goes: the row may move to 'deleting'
+-- (and only to it) under a grant.
+DROP TRIGGER semantic_docs_protected_update;
+CREATE TRIGGER semantic_docs_protected_update BEFORE UPDATE ON semantic_docs
+WHEN OLD.protected = 1 AND (
+    NEW.protected IS NOT 1
+    OR (NEW.state NOT IN ('pending', 'active')
+        AND NOT (NEW.state = 'deleting' AND EXISTS (SELECT 1 FROM purge_grants
+        WHERE layer = 'semantic' AND collection = OLD.collection AND item_id = OLD.id)))
+    OR NEW.archived_at IS NOT OLD.archived_at
+    OR NEW.compressed_at IS NOT OLD.compressed_at
+    OR NEW.id IS NOT OLD.id
+    OR NEW.collection IS NOT OLD.collection
+    OR NEW.content IS NOT OLD.content
+)
+BEGIN
+    SELECT RAISE(ABORT,
+        'omoide-protected: a never-forget document cannot be archived, compressed or rewritten');
+END;
+"""
+
 #: Every migration, in order. Append only.
 MIGRATIONS: list[Migration] = [
     Migration("0001_core", CORE),
@@ -409,4 +474,5 @@ MIGRATIONS: list[Migration] = [
     Migration("0005_indexing", INDEXING),
     Migration("0006_server_keys", SERVER_KEYS),
     Migration("0007_semantic_fulltext", SEMANTIC_FULLTEXT),
+    Migration("0008_admin_purge", ADMIN_PURGE),
 ]
