@@ -17,9 +17,14 @@ counts twice as much as one in its neighbours). Episodes without a thread get a 
 recording an episode updates the keys of its neighbours, deleting one removes its words from
 theirs.
 
-A neighbour's words enter a key only when every reader of the episode may also read the
-neighbour (it is global, or has the same scope and, when private, the same owner), so a
-context key never lets an agent find an episode by words it may not see.
+A neighbour's words enter a key only when every reader of the episode — its owner included —
+may also read the neighbour, so a context key never lets an agent find an episode by words it
+may not see (an outsider writing a ``team:leads`` turn into a leads' thread does not get the
+leads' words into its own key). The check is on the scopes as written, not on today's team
+membership, which can change without the keys being rebuilt: the readers of an item are its
+owner (``agent:OWNER``) plus its scope's members (``agent:X`` / ``team:T``; none for
+``private``, everyone for ``global``), and a neighbour is shared when it is global or its
+readers include every reader of the episode.
 
 The analysed text (:mod:`omoide.fulltext`) makes this work in Japanese as in English.
 """
@@ -28,12 +33,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from .clock import from_timestamp
 from .fulltext import index_text, match_expression
+from .scope import GLOBAL, PRIVATE
 
 __all__ = [
     "DEFAULT_COLUMN_WEIGHTS",
@@ -92,13 +98,24 @@ def _neighbour_text(row: sqlite3.Row) -> str:
     return f"{row['agent_name']}: {body}"
 
 
-def _may_share(episode: sqlite3.Row, neighbour: sqlite3.Row) -> bool:
-    """True if every reader of ``episode`` may also read ``neighbour``."""
-    if neighbour["scope"] == "global":
+def _readers(scope: str, owner: str) -> frozenset[str] | None:
+    """Who may read an item, as scope members (``agent:X`` / ``team:T``); None: everyone."""
+    if scope == GLOBAL:
+        return None
+    members = frozenset() if scope == PRIVATE else frozenset(scope.split(","))
+    return members | {f"agent:{owner}"}
+
+
+def _may_share(
+    episode: sqlite3.Row | Mapping[str, Any], neighbour: sqlite3.Row | Mapping[str, Any]
+) -> bool:
+    """True if every reader of ``episode``, its owner included, may also read ``neighbour``
+    (see the module's docstring: scopes as written, team membership not consulted)."""
+    theirs = _readers(str(neighbour["scope"]), str(neighbour["agent_name"]))
+    if theirs is None:
         return True
-    if neighbour["scope"] != episode["scope"]:
-        return False
-    return bool(neighbour["scope"] != "private" or neighbour["agent_name"] == episode["agent_name"])
+    ours = _readers(str(episode["scope"]), str(episode["agent_name"]))
+    return ours is not None and ours <= theirs
 
 
 def _neighbours(

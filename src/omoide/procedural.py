@@ -15,11 +15,32 @@ Trigger syntax — alternatives separated by ``|``, each one of:
 
 For example ``write_article|article:*|~記事`` matches ``write_article``, ``article:blog`` and
 ``技術記事を書く``.
+
+Procedures are shared between agents that do not trust each other, so:
+
+* **Triggers must say something.** A glob alternative without a literal character (``*``,
+  ``**``, ``?*``, ``[a-z]*``) matches every task and is refused (:class:`ValidationError`),
+  as is a trigger with no non-empty alternative. Among matching procedures the more specific
+  match always wins (exact, then glob, then keyword); the score only orders procedures that
+  match equally specifically, so a broad trigger with a high score never beats a specific one.
+* **No self-declared track record.** A procedure registered by an agent starts from the
+  configured neutral priors (success rate 0.5, quality 5.0); declaring ``success_rate`` or
+  ``avg_quality_score`` is refused unless its scope is ``private`` (its owner is its only
+  reader). Library calls without an agent (the operator) may declare them.
+* **One agent, one voice.** Outcomes are folded per reporting agent: each agent that
+  reports on a version has its own figures (``procedure_agent_figures``), an EMA (α 0.1)
+  that starts from the version's figures when that agent first reports; the owner's chain
+  starts from the version's prior and counts as one agent too. The procedure's figures are
+  the plain mean of these per-agent figures, so however many outcomes one agent reports it
+  moves the rate by at most its share (one agent among n + the owner): 30 failures by an
+  outsider take a 0.5 procedure nobody else reported on to 0.26, not 0.02, while the owner's
+  own outcomes move its chain fully.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import re
 import unicodedata
 from collections.abc import Iterable
 from typing import Any
@@ -28,7 +49,7 @@ from .clock import Clock, from_timestamp, to_timestamp
 from .config import ProceduralConfig
 from .errors import AlreadyExistsError, NotFoundError, ValidationError
 from .models import Procedure, ProcedureVersion
-from .scope import normalize_scope, reader_predicate
+from .scope import PRIVATE, normalize_scope, reader_predicate
 from .storage import Database
 from .validation import check_name, check_number, check_text, check_unit_interval
 
@@ -59,10 +80,25 @@ def trigger_match(trigger: str, task_type: str) -> int:
     return best
 
 
+def _literal(glob: str) -> str:
+    """The characters of a glob pattern that must appear as they are (no ``*?[...]``)."""
+    return re.sub(r"\[[^\]]*\]?|[*?]", "", glob)
+
+
 def _check_trigger(value: Any) -> str:
+    """A trigger that names its tasks: no alternative may match every task."""
     trigger = check_text("trigger", value, max_chars=10_000)
-    if not any(a.strip().lstrip("~").strip() for a in trigger.split("|")):
+    alternatives = [a.strip() for a in trigger.split("|")]
+    if not any(a.lstrip("~").strip() for a in alternatives):
         raise ValidationError("trigger", "needs at least one non-empty alternative")
+    for alternative in alternatives:
+        if alternative.startswith("~"):
+            continue
+        if any(ch in alternative for ch in "*?[") and not _fold(_literal(alternative)):
+            raise ValidationError(
+                "trigger",
+                f"{alternative!r} matches every task; name the tasks (e.g. 'deploy:*')",
+            )
     return trigger
 
 
@@ -100,8 +136,10 @@ class ProceduralMemory:
         """Add a procedure at version 1.
 
         ``success_rate`` and ``avg_quality_score`` start at the configured priors (0.5 and 5.0)
-        unless given. A taken name raises :class:`AlreadyExistsError`, or with ``exist_ok``
-        returns the stored procedure unchanged (use :meth:`evolve` to change it).
+        unless given; an agent (``agent_name``) may give them only for a ``private``
+        procedure (see the module's docstring). A taken name raises
+        :class:`AlreadyExistsError`, or with ``exist_ok`` returns the stored procedure
+        unchanged (use :meth:`evolve` to change it).
         """
         name = check_name("name", name)
         trigger = _check_trigger(trigger)
@@ -119,6 +157,17 @@ class ProceduralMemory:
         )
         owner = "" if agent_name == "" else check_name("agent_name", agent_name)
         scope_value = normalize_scope(self._default_scope if scope is None else scope)
+        if owner and scope_value != PRIVATE:
+            for field, given in (
+                ("success_rate", success_rate),
+                ("avg_quality_score", avg_quality_score),
+            ):
+                if given is not None:
+                    raise ValidationError(
+                        field,
+                        "a shared procedure starts from the neutral prior; only a private "
+                        "one may declare its figures",
+                    )
         now = to_timestamp(self._clock.now())
         with self._db.transaction() as conn:
             if conn.execute("SELECT 1 FROM procedures WHERE name=?", (name,)).fetchone():
@@ -143,19 +192,52 @@ class ProceduralMemory:
     def update_from_outcome(
         self, name: str, quality_score: float, success: bool, *, agent_name: str = ""
     ) -> Procedure:
-        """Fold one execution's outcome into the current version's figures (EMA, α 0.1)."""
+        """Fold one execution's outcome, reported by ``agent_name``, into that agent's figures
+        for the current version (EMA, α 0.1); the version's figures become the mean of its
+        agents' figures (the owner's chain included), so no agent outweighs another."""
         name = check_name("name", name)
         quality = check_number("quality_score", quality_score, low=0.0, high=10.0)
         if not isinstance(success, bool):
             raise ValidationError("success", f"expected true or false, got {success!r}")
+        reporter = "" if agent_name == "" else check_name("agent_name", agent_name)
         alpha = self.config.ema_alpha
         now = to_timestamp(self._clock.now())
         with self._db.transaction() as conn:
             row = conn.execute("SELECT * FROM procedures WHERE name=?", (name,)).fetchone()
             if row is None:
                 raise NotFoundError("procedure", name)
-            rate = (1 - alpha) * row["success_rate"] + alpha * (1.0 if success else 0.0)
-            avg = (1 - alpha) * row["avg_quality_score"] + alpha * quality
+            version = row["version"]
+            # Each agent's chain starts from the version's figures when it first reports;
+            # the owner's chain exists before any other (it holds the version's prior).
+            for agent in dict.fromkeys((row["agent_name"], reporter)):
+                conn.execute(
+                    "INSERT OR IGNORE INTO procedure_agent_figures(name, version, agent_name, "
+                    "success_rate, avg_quality_score, execution_count) VALUES (?, ?, ?, ?, ?, 0)",
+                    (name, version, agent, row["success_rate"], row["avg_quality_score"]),
+                )
+            conn.execute(
+                "UPDATE procedure_agent_figures SET "
+                "success_rate = (1 - ?) * success_rate + ? * ?, "
+                "avg_quality_score = (1 - ?) * avg_quality_score + ? * ?, "
+                "execution_count = execution_count + 1 "
+                "WHERE name=? AND version=? AND agent_name=?",
+                (
+                    alpha,
+                    alpha,
+                    1.0 if success else 0.0,
+                    alpha,
+                    alpha,
+                    quality,
+                    name,
+                    version,
+                    reporter,
+                ),
+            )
+            rate, avg = conn.execute(
+                "SELECT AVG(success_rate), AVG(avg_quality_score) FROM procedure_agent_figures "
+                "WHERE name=? AND version=?",
+                (name, version),
+            ).fetchone()
             conn.execute(
                 "UPDATE procedures SET success_rate=?, avg_quality_score=?, "
                 "execution_count=execution_count+1, last_updated=? WHERE name=?",
@@ -279,7 +361,8 @@ class ProceduralMemory:
     def matches(
         self, task_type: str, *, reader: str | None = None, reader_teams: Iterable[str] = ()
     ) -> list[Procedure]:
-        """Every procedure whose trigger matches ``task_type``, best first."""
+        """Every procedure whose trigger matches ``task_type``, best first: the most specific
+        match first (exact, glob, keyword), then by score."""
         task = check_text("task_type", task_type, max_chars=10_000)
         c = self.config
         ranked = []
@@ -289,7 +372,7 @@ class ProceduralMemory:
                 score = c.success_weight * proc.success_rate + c.quality_weight * (
                     proc.avg_quality_score / 10
                 )
-                ranked.append((-score, -specificity, -proc.execution_count, proc.name, proc))
+                ranked.append((-specificity, -score, -proc.execution_count, proc.name, proc))
         ranked.sort(key=lambda item: item[:4])
         return [item[4] for item in ranked]
 

@@ -188,8 +188,9 @@ class DocumentRegistry:
         reader: str | None,
         reader_teams: Iterable[str],
     ) -> list[SemanticDocument]:
-        """Archived versions matching an FTS5 ``expression`` whose subject still has a
-        searchable version, best first: earlier statements of facts that are current."""
+        """Archived versions matching an FTS5 ``expression`` whose version chain
+        (subject, scope and owner) still has a searchable version, best first: earlier
+        statements of facts that are current."""
         scope_sql, params = reader_predicate(
             reader, reader_teams, owner_column="d.agent_name", scope_column="d.scope"
         )
@@ -200,7 +201,8 @@ class DocumentRegistry:
             "WHERE semantic_docs_fts MATCH ? AND d.collection = ? AND d.state = 'archived' "
             "AND d.subject IS NOT NULL "
             "AND EXISTS (SELECT 1 FROM semantic_docs c WHERE c.collection = d.collection "
-            f"AND c.subject = d.subject AND c.state IN ({marks})) "
+            "AND c.subject = d.subject AND c.scope = d.scope AND c.agent_name = d.agent_name "
+            f"AND c.state IN ({marks})) "
             f"AND {scope_sql} ORDER BY bm25(semantic_docs_fts) LIMIT ?"
         )
         args = [expression, collection, *SEARCHABLE, *params, limit]

@@ -338,10 +338,16 @@ class SemanticStore:
         """Make ``doc_id`` the current version of its ``subject``; return the ids it supersedes.
 
         A document whose metadata has a ``subject`` supersedes every current document with the
-        same subject in the same collection and scope: they get ``superseded_by`` and
-        ``superseded_at``, and rank after current versions in queries. Runs inside the
+        same subject in the same collection and scope *written by the same owner*: they get
+        ``superseded_by`` and ``superseded_at``, and rank after current versions in queries.
+        Each owner has its own version chain, so a subject that two agents (an admin
+        included) both use gives two current facts, never a takeover of another agent's
+        fact (which the ``superseded_decisions`` policy would archive). Runs inside the
         registration transaction, so a crash leaves both or neither.
         """
+        owner = conn.execute(
+            "SELECT agent_name FROM semantic_docs WHERE collection=? AND id=?", (collection, doc_id)
+        ).fetchone()["agent_name"]
         subject = meta.get("subject")
         if not isinstance(subject, str):
             conn.execute(
@@ -358,8 +364,8 @@ class SemanticStore:
         else:
             latest = conn.execute(
                 "SELECT MAX(version) FROM semantic_docs WHERE collection=? AND subject=? "
-                "AND scope=?",
-                (collection, subject, scope),
+                "AND scope=? AND agent_name=?",
+                (collection, subject, scope, owner),
             ).fetchone()[0]
             version = int(latest or 0) + 1
         conn.execute(
@@ -371,8 +377,8 @@ class SemanticStore:
             r[0]
             for r in conn.execute(
                 "SELECT id FROM semantic_docs WHERE collection=? AND subject=? AND scope=? "
-                "AND id != ? AND superseded_by IS NULL",
-                (collection, subject, scope, doc_id),
+                "AND agent_name=? AND id != ? AND superseded_by IS NULL",
+                (collection, subject, scope, owner, doc_id),
             )
         ]
         conn.executemany(

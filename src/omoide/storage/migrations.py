@@ -465,6 +465,21 @@ BEGIN
 END;
 """
 
+PROCEDURE_AGENT_FIGURES = """
+-- Outcomes folded per reporting agent (see omoide.procedural): each agent's own EMA of a
+-- version's success rate and quality; the version's figures are their mean, so one agent
+-- reporting many outcomes cannot drown the others.
+CREATE TABLE procedure_agent_figures (
+    name              TEXT NOT NULL REFERENCES procedures(name) ON DELETE CASCADE,
+    version           INTEGER NOT NULL,
+    agent_name        TEXT NOT NULL,
+    success_rate      REAL NOT NULL,
+    avg_quality_score REAL NOT NULL,
+    execution_count   INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (name, version, agent_name)
+);
+"""
+
 #: Every migration, in order. Append only.
 MIGRATIONS: list[Migration] = [
     Migration("0001_core", CORE),
@@ -475,4 +490,5 @@ MIGRATIONS: list[Migration] = [
     Migration("0006_server_keys", SERVER_KEYS),
     Migration("0007_semantic_fulltext", SEMANTIC_FULLTEXT),
     Migration("0008_admin_purge", ADMIN_PURGE),
+    Migration("0009_procedure_agent_figures", PROCEDURE_AGENT_FIGURES),
 ]
