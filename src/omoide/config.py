@@ -332,6 +332,11 @@ class ServerConfig:
     #: messages, cached content, queries, all together); past it the request is a 422 naming
     #: the field. Embedding costs about a second per 2,000 characters on a small CPU.
     max_request_text_chars: int = 200_000
+    #: Folders an admin key may index through the servers (``POST .../index``), each with
+    #: its subfolders; empty (the default): indexing through a server is refused, so no key
+    #: can make the server read its machine's files. The local operator (the CLI on a
+    #: directory, the library) may index any folder.
+    index_roots: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -609,6 +614,9 @@ def _check(config: Config) -> None:
         raise ConfigError("lock_timeout: must be >= 0")
     for name in ("max_body_bytes", "max_import_bytes", "max_request_text_chars"):
         _positive(getattr(config.server, name), f"server.{name}")
+    roots = config.server.index_roots
+    if not isinstance(roots, tuple | list) or not all(isinstance(r, str) and r for r in roots):
+        raise ConfigError("server.index_roots: expected a list of folder paths")
 
 
 def _check_pipelines(config: Config) -> None:

@@ -68,6 +68,9 @@ class Caller:
     admin: bool = False
     read_all: bool = False
     change_all: bool = False
+    #: A server's key (REST, MCP over HTTP): the caller is another process, perhaps on another
+    #: machine, so what reads this machine's files (indexing) is limited to configured roots.
+    remote: bool = False
 
     @classmethod
     def for_agent(cls, mem: Memory, agent: str, *, admin: bool = False) -> Caller:
@@ -76,7 +79,14 @@ class Caller:
 
     @classmethod
     def for_key(cls, mem: Memory, key: ApiKey) -> Caller:
-        return cls.for_agent(mem, key.agent_name, admin=key.admin)
+        admin = key.admin
+        return cls(
+            key.agent_name,
+            teams_of(key.agent_name, mem.config.teams),
+            admin=admin,
+            read_all=admin,
+            remote=True,
+        )
 
     @classmethod
     def operator(cls, mem: Memory, agent: str | None = None) -> Caller:

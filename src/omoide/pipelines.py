@@ -13,10 +13,11 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .cache import cache_id
-from .errors import NotFoundError, UnknownLayerError, ValidationError
+from .errors import NotFoundError, PermissionDeniedError, UnknownLayerError, ValidationError
 from .forgetting import ItemNote
 from .indexing import ProgressCallback
 from .lifecycle import LAYERS
@@ -262,6 +263,10 @@ class PipelineOperations:
         """Index a folder or git repository on this machine into ``collection`` (admin:
         it reads the files of the process that holds the memory)."""
         self._require_admin("indexing")
+        if self.caller.remote:
+            self._check_index_root(path)
+        if scope is None and self.caller.agent:
+            scope = "private"  # an admin's files are the admin's until shared on purpose
         options: dict[str, Any] = {}
         if max_file_bytes is not None:
             options["max_file_bytes"] = max_file_bytes
@@ -284,6 +289,22 @@ class PipelineOperations:
             "skipped_by_reason": report.skipped_by_reason(),
             "summary": report.summary(),
         }
+
+    def _check_index_root(self, path: str | os.PathLike[str]) -> None:
+        """Through a server, only folders under ``server.index_roots`` may be indexed (the
+        path resolved, symlinks followed, so ``root/../etc`` or a link out is outside)."""
+        roots = [Path(r).expanduser().resolve() for r in self.mem.config.server.index_roots]
+        if not roots:
+            raise PermissionDeniedError(
+                "indexing through the server is off: the operator lists the folders it may "
+                "read in server.index_roots"
+            )
+        target = Path(path).expanduser().resolve()
+        if not any(target == root or target.is_relative_to(root) for root in roots):
+            raise PermissionDeniedError(
+                "the server indexes only folders under server.index_roots: "
+                + ", ".join(str(r) for r in roots)
+            )
 
     def cache(
         self,
