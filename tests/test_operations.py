@@ -171,8 +171,11 @@ def test_to_json_makes_records_json_ready() -> None:
 def test_storing_the_same_text_does_not_take_another_agents_document(team_mem: Memory) -> None:
     ceo, cto = as_agent(team_mem, "ceo"), as_agent(team_mem, "cto")
     (doc_id,) = ceo.store("knowledge", ["社外秘: 来期の価格表"], scope="private")["ids"]
-    with pytest.raises(PermissionDeniedError):
-        cto.store("knowledge", ["社外秘: 来期の価格表"])
+    # Default ids hash the writer too: the same text by another agent is its own document,
+    # so storing a guess tells nothing about what the CEO stored.
+    (theirs,) = cto.store("knowledge", ["社外秘: 来期の価格表"])["ids"]
+    assert theirs != doc_id
+    assert team_mem.semantic.get("knowledge", theirs).agent_name == "cto"
     document = team_mem.semantic.get("knowledge", doc_id)
     assert (document.agent_name, document.scope) == ("ceo", "private")
     assert ceo.store("knowledge", ["社外秘: 来期の価格表"])["ids"] == [doc_id]  # the owner may
@@ -249,8 +252,13 @@ def test_restore_is_for_the_owner_or_an_admin(team_mem: Memory) -> None:
     team_mem.lifecycle.apply(
         "episodic", episode["id"], "archive", policy="manual", reason="t", run_id="r"
     )
-    with pytest.raises(PermissionDeniedError, match="owner"):
+    with pytest.raises(NotFoundError) as hidden:  # another agent's item is absent to cto
         cto.restore(episode["id"])
+    with pytest.raises(NotFoundError) as absent:
+        cto.restore("ep-" + "0" * 32)
+    assert str(hidden.value).replace(episode["id"], "ID") == str(absent.value).replace(
+        "ep-" + "0" * 32, "ID"
+    )
     restored = ceo.restore(episode["id"])
     assert restored["layer"] == "episodic" and restored["item"]["state"] == "active"
     with pytest.raises(NotFoundError):
@@ -300,8 +308,10 @@ def test_the_cache_belongs_to_who_cached_it(team_mem: Memory, clock: ManualClock
     entry = ceo.cache("https://example.com/rates", "USD/JPY 150.2", 1, "example.com")
     assert entry["agent_name"] == "ceo" and entry["metadata"]["source"] == "example.com"
     assert cto.cached("https://example.com/rates")["document"] == "USD/JPY 150.2"
-    with pytest.raises(PermissionDeniedError):
-        cto.cache("https://example.com/rates", "USD/JPY 1", 1, "forged")
+    # Another agent caching the same key gets an entry of its own; the CEO's is untouched.
+    forged = cto.cache("https://example.com/rates", "USD/JPY 1", 1, "forged")
+    assert forged["agent_name"] == "cto" and forged["id"] != entry["id"]
+    assert ceo.cached("https://example.com/rates")["document"] == "USD/JPY 150.2"
     ceo.cache("secret", "ceo only", 1, "me", scope="private")
     with pytest.raises(NotFoundError):
         cto.cached("secret")
