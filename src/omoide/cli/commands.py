@@ -777,6 +777,10 @@ def _run(cmd: Command, args: argparse.Namespace, out: Output) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``omoide`` command."""
+    if hasattr(os, "umask"):
+        # Whatever this process creates (ChromaDB's segment files while a server runs,
+        # exports) is its user's alone; the data directory is 0700 in any case.
+        os.umask(0o077)
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(encoding="utf-8")
