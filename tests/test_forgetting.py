@@ -490,8 +490,9 @@ def test_the_readme_examples_load() -> None:
     end = section.find("\n## ")  # up to the next section
     section = section if end < 0 else section[:end]
     blocks = re.findall(r"```toml\n(.+?)```", section, flags=re.S)
-    assert len(blocks) == 2
-    config = Config.from_dict(tomllib.loads(blocks[0] + blocks[1]))
+    assert len(blocks) == 3  # the LLM, the policies, who may write never-forget items
+    config = Config.from_dict(tomllib.loads("".join(blocks)))
     assert config.llm.model == "qwen2.5:7b-instruct"
+    assert config.protection.writers == ("ceo", "operator")
     names = [p["name"] for p in config.forgetting.policies]
     assert names == [*ARTICLE_POLICIES, "old_chatter", "unused_code_notes"]

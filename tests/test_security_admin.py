@@ -522,3 +522,16 @@ def test_distilled_knowledge_is_rendered_with_its_source_agents(
         distilled = [i for i in context.items if i.id.endswith(doc.id)]
         assert distilled and distilled[0].author == "distilled from cto, sre"
         assert 'author="distilled from cto, sre"' in context.render()
+
+
+def test_the_readme_server_limits_load() -> None:
+    """The ``[server]`` TOML of the README's security section is valid configuration."""
+    import re
+    import tomllib
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("#### Security and limits") :]
+    block = re.findall(r"```toml\n(.+?)```", section, flags=re.S)[0]
+    config = Config.from_dict(tomllib.loads(block))
+    assert config.server.max_body_bytes == 1_048_576
+    assert config.server.index_roots == ("/srv/handbook",)

@@ -464,7 +464,7 @@ def _build(cls: type, data: Mapping[str, Any], where: str) -> Any:
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise ConfigError(f"{path}: expected an array of agent names")
             values[key] = tuple(value)
-        elif key == "never_forget":
+        elif key in ("never_forget", "index_roots"):
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise ConfigError(f"{path}: expected an array of strings")
             values[key] = tuple(value)
