@@ -230,6 +230,26 @@ class LiveServer:
         return httpx.Client(base_url=self.url, headers=headers, timeout=120, **options)
 
 
+def mcp_call(server: Any, agent: str, tool: str, arguments: dict[str, Any]) -> Any:
+    """Call one MCP tool on ``server`` (anything with ``url`` and ``keys``) as ``agent``, over
+    streamable HTTP with the agent's key."""
+    import anyio
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    headers = {"Authorization": f"Bearer {server.keys[agent]}"}
+
+    async def main() -> Any:
+        transport = streamable_http_client(
+            f"{server.url}/mcp", http_client=create_mcp_http_client(headers=headers)
+        )
+        async with Client(transport) as client:
+            return await client.call_tool(tool, arguments)
+
+    return anyio.run(main)
+
+
 AGENTS = ("admin", "ceo", "cto", "designer")
 TEAMS = {"leads": ("ceo", "cto")}
 

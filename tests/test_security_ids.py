@@ -8,14 +8,10 @@ import hashlib
 import uuid
 from typing import Any
 
-import anyio
 import httpx
 import pytest
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 
-from conftest import LiveServer
+from conftest import LiveServer, mcp_call
 from omoide.ids import RESERVED_ID_PREFIXES, directory_secret
 from omoide.semantic import content_id
 from omoide.working import promoted_episode_id
@@ -29,19 +25,6 @@ def same_answer(a: httpx.Response, b: httpx.Response) -> None:
     """Status and body byte for byte equal."""
     assert a.status_code == b.status_code, (a.text, b.text)
     assert a.content == b.content, (a.text, b.text)
-
-
-def mcp_call(live_server: LiveServer, agent: str, tool: str, arguments: dict[str, Any]) -> Any:
-    headers = {"Authorization": f"Bearer {live_server.keys[agent]}"}
-
-    async def main() -> Any:
-        transport = streamable_http_client(
-            f"{live_server.url}/mcp", http_client=create_mcp_http_client(headers=headers)
-        )
-        async with Client(transport) as client:
-            return await client.call_tool(tool, arguments)
-
-    return anyio.run(main)
 
 
 # -- finding 2: squatting working-memory promotion ids -----------------------------------

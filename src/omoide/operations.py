@@ -25,11 +25,10 @@ import dataclasses
 import threading
 import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from .episodic import FUTURE_SKEW
 from .errors import AlreadyExistsError, NotFoundError, PermissionDeniedError, ValidationError
 from .ids import check_client_id
 from .keys import ApiKey, KeyStore
@@ -42,6 +41,10 @@ from .validation import check_datetime
 from .working import WorkingMemory
 
 __all__ = ["Caller", "LocalOperations", "to_json"]
+
+#: How far after the clock an episode's timestamp may be (writers' clocks drift): a later
+#: one is refused, since a date in year 9999 would keep an episode's freshness at 1.0 forever.
+FUTURE_SKEW = timedelta(minutes=5)
 
 
 @dataclass(frozen=True)
@@ -79,14 +82,7 @@ class Caller:
 
     @classmethod
     def for_key(cls, mem: Memory, key: ApiKey) -> Caller:
-        admin = key.admin
-        return cls(
-            key.agent_name,
-            teams_of(key.agent_name, mem.config.teams),
-            admin=admin,
-            read_all=admin,
-            remote=True,
-        )
+        return replace(cls.for_agent(mem, key.agent_name, admin=key.admin), remote=True)
 
     @classmethod
     def operator(cls, mem: Memory, agent: str | None = None) -> Caller:
@@ -177,7 +173,9 @@ class LocalOperations(PipelineOperations):
         moment = check_datetime(field, timestamp)
         if moment > self.mem.clock.now() + FUTURE_SKEW:
             raise ValidationError(
-                field, f"{moment.isoformat()} is more than 5 minutes after the server's clock"
+                field,
+                f"{moment.isoformat()} is more than {FUTURE_SKEW.total_seconds() / 60:g} "
+                "minutes after the server's clock",
             )
         if self.caller.admin:
             return
