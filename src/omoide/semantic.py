@@ -294,17 +294,9 @@ class SemanticStore:
         if owner == "":
             return ids
         legacy = [content_id(d) for d in docs]
-        kept: set[str] = set()
-        for start in range(0, len(legacy), 500):
-            part = legacy[start : start + 500]
-            kept.update(
-                r[0]
-                for r in self._db.query(
-                    "SELECT id FROM semantic_docs WHERE collection=? AND agent_name=? "
-                    f"AND id IN ({','.join('?' * len(part))})",
-                    (collection, owner, *part),
-                )
-            )
+        kept = {
+            r["id"] for r in self._registry.rows(collection, legacy) if r["agent_name"] == owner
+        }
         return [old if old in kept else new for old, new in zip(legacy, ids, strict=True)]
 
     def embed_chunks(self, collection: str, documents: Sequence[str]) -> dict[str, np.ndarray]:
