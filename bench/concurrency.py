@@ -88,8 +88,8 @@ def server(directory: Path, agents: int, info: Path) -> int:
     import uvicorn
 
     from omoide import Memory
-    from omoide.keys import KeyStore
     from omoide.server.rest import create_app
+    from omoide.service.keys import KeyStore
 
     mem = Memory(directory)
     assert mem.db is not None

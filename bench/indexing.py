@@ -31,7 +31,7 @@ from pathlib import Path
 
 from omoide import Memory
 from omoide.clock import SystemClock
-from omoide.indexing import IndexReport
+from omoide.ingest.indexing import IndexReport
 
 HERE = Path(__file__).resolve().parent
 SECTION = "## Indexing"

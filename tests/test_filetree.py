@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from omoide.errors import ValidationError
-from omoide.filetree import IgnoreRules, list_files
+from omoide.ingest.filetree import IgnoreRules, list_files
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -129,7 +129,7 @@ def test_this_repository_lists_the_same_with_and_without_git() -> None:
     )
     assert via_git.git and via_git.commit
     assert set(via_git.files) - tracked_ignored == set(walked.files)
-    assert "src/omoide/indexing.py" in walked.files
+    assert "src/omoide/ingest/indexing.py" in walked.files
     assert not any(p.startswith((".venv/", ".git/")) or "__pycache__" in p for p in walked.files)
 
 

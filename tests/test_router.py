@@ -8,8 +8,8 @@ import pytest
 
 from omoide import ManualClock, Memory
 from omoide.errors import UnknownLayerError, ValidationError
-from omoide.fulltext import content_terms, coverage
-from omoide.router import LAYERS, route
+from omoide.recall.router import LAYERS, route
+from omoide.text.fulltext import content_terms, coverage
 
 NOW = datetime(2026, 3, 18, 9, 0, tzinfo=UTC)
 
@@ -307,7 +307,7 @@ def test_settings_change_the_ranking(tmp_path: object, clock: ManualClock) -> No
     from pathlib import Path
 
     from omoide import Config
-    from omoide.config import RouterConfig
+    from omoide.core.config import RouterConfig
 
     path = Path(str(tmp_path)) / "d"
     rows = [
@@ -340,7 +340,7 @@ def test_a_fact_whose_subject_the_question_names_is_found_in_a_crowd(
     from pathlib import Path
 
     from omoide import Config
-    from omoide.config import RouterConfig
+    from omoide.core.config import RouterConfig
 
     path = Path(str(tmp_path)) / "d"
     question = "When are production deploys allowed?"
@@ -399,7 +399,7 @@ def test_importance_is_a_prior_on_relevance(tmp_path: object, clock: ManualClock
     from pathlib import Path
 
     from omoide import Config
-    from omoide.config import RouterConfig
+    from omoide.core.config import RouterConfig
 
     path = Path(str(tmp_path)) / "d"
     question = "サポートの返信目標時間は？"

@@ -16,7 +16,7 @@ import pytest
 
 from omoide import ManualClock, Memory
 from omoide.errors import ConfigError, StoreLockedError
-from omoide.scheduler import LAST_RUN_KEY, MAINTENANCE_LOCK, Schedule, Scheduler
+from omoide.pipelines.scheduler import LAST_RUN_KEY, MAINTENANCE_LOCK, Schedule, Scheduler
 from omoide.storage import DirectoryLock
 
 
@@ -46,7 +46,7 @@ def test_schedule_slots() -> None:
 
 
 def test_a_bad_schedule_is_refused_with_the_configuration() -> None:
-    from omoide.config import Config
+    from omoide.core.config import Config
 
     with pytest.raises(ConfigError, match=r"distill\.schedule"):
         Config.from_dict({"distill": {"schedule": "3am"}})
@@ -207,7 +207,7 @@ def test_months_of_nightly_maintenance(mem: Memory, clock: ManualClock) -> None:
 def test_the_cron_command_runs_once(tmp_path: Path) -> None:
     data = tmp_path / "cron"
     result = subprocess.run(
-        [sys.executable, "-m", "omoide.scheduler", str(data), "--once"],
+        [sys.executable, "-m", "omoide.pipelines.scheduler", str(data), "--once"],
         capture_output=True,
         text=True,
         timeout=300,
@@ -231,7 +231,7 @@ def test_the_cron_command_runs_once(tmp_path: Path) -> None:
 
 
 def test_background_maintenance_runs_when_due_and_stops(mem: Memory, clock: ManualClock) -> None:
-    from omoide.scheduler import BackgroundMaintenance
+    from omoide.pipelines.scheduler import BackgroundMaintenance
 
     background = BackgroundMaintenance(mem, poll_seconds=3600)
     background.start()
@@ -254,7 +254,7 @@ def test_background_maintenance_runs_when_due_and_stops(mem: Memory, clock: Manu
 
 
 def test_background_maintenance_survives_a_failed_run(mem: Memory, clock: ManualClock) -> None:
-    from omoide.scheduler import BackgroundMaintenance
+    from omoide.pipelines.scheduler import BackgroundMaintenance
 
     background = BackgroundMaintenance(mem, poll_seconds=3600)
     calls: list[int] = []

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from omoide import Memory
+from omoide.core.scope import can_read, normalize_scope, reader_predicate
 from omoide.errors import NotFoundError, ValidationError
-from omoide.scope import can_read, normalize_scope, reader_predicate
 
 LEADS = ("ceo", "cto")  # the team "leads" of the conftest config; "intern" is outside it
 
@@ -64,7 +64,7 @@ def shared(mem: Memory) -> Memory:
 
 
 def teams(mem: Memory, agent: str) -> frozenset[str]:
-    from omoide.scope import teams_of
+    from omoide.core.scope import teams_of
 
     return teams_of(agent, mem.config.teams)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from omoide.sections import (
+from omoide.ingest.sections import (
     CODE_LANGUAGES,
     Section,
     detect_language,

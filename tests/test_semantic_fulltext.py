@@ -152,7 +152,7 @@ def test_migration_indexes_existing_documents(tmp_path: Path, clock: ManualClock
 def test_imported_documents_are_found_by_their_words(
     decided: Memory, tmp_path: Path, clock: ManualClock
 ) -> None:
-    from omoide.transfer import export_jsonl, import_jsonl
+    from omoide.service.transfer import export_jsonl, import_jsonl
 
     lines = list(export_jsonl(decided))
     with Memory(tmp_path / "copy", clock=clock, embedder=decided.embedder) as target:

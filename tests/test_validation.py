@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from omoide.core.validation import check_list, check_names
 from omoide.errors import ValidationError
-from omoide.validation import check_list, check_names
 
 
 def test_check_list_takes_lists_and_tuples_of_the_right_length() -> None:

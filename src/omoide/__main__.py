@@ -1,5 +1,5 @@
 """``python -m omoide`` runs the command line."""
 
-from .cli import main
+from omoide.cli import main
 
 raise SystemExit(main())

@@ -23,32 +23,32 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from .clock import Clock, SystemClock, to_timestamp
-from .config import Config
-from .context import Context
-from .distill import Distiller, DistillReport
-from .embeddings import Embedder, default_embedder
-from .episodic import EpisodicStore, episode_text
-from .errors import ConfigError, OmoideError, StoreLockedError
-from .forgetting import ForgetReport, Forgetting, policies_from_config
-from .freshness import FreshnessCurve
-from .ids import directory_secret
-from .indexing import DEFAULT_MAX_FILE_BYTES, Indexer, IndexReport, ProgressCallback
-from .lifecycle import AuditEntry, Lifecycle
-from .llm import LLM, llm_from_config
-from .models import CollectionStats, Episode, Message
-from .procedural import ProceduralMemory
-from .protection import NeverForget
-from .recall_log import RecallLog
-from .retention import Retention, RetentionReport
-from .router import Router
-from .scheduler import LAST_RUN_KEY, MAINTENANCE_LOCK, MaintenanceReport
-from .scope import normalize_scope
-from .semantic import SemanticStore
-from .storage import Database, DirectoryLock
-from .storage.permissions import private_dir, tighten
-from .tokens import TokenCounter, default_token_counter
-from .working import WorkingMemory, promoted_episode_id
+from omoide.clock import Clock, SystemClock, to_timestamp
+from omoide.core.config import Config
+from omoide.core.context import Context
+from omoide.core.freshness import FreshnessCurve
+from omoide.core.ids import directory_secret
+from omoide.core.models import CollectionStats, Episode, Message
+from omoide.core.protection import NeverForget
+from omoide.core.scope import normalize_scope
+from omoide.errors import ConfigError, OmoideError, StoreLockedError
+from omoide.ingest.indexing import DEFAULT_MAX_FILE_BYTES, Indexer, IndexReport, ProgressCallback
+from omoide.layers.episodic.store import EpisodicStore, episode_text
+from omoide.layers.procedural import ProceduralMemory
+from omoide.layers.semantic.store import SemanticStore
+from omoide.layers.working import WorkingMemory, promoted_episode_id
+from omoide.pipelines.distill import Distiller, DistillReport
+from omoide.pipelines.forgetting import ForgetReport, Forgetting, policies_from_config
+from omoide.pipelines.lifecycle import AuditEntry, Lifecycle
+from omoide.pipelines.retention import Retention, RetentionReport
+from omoide.pipelines.scheduler import LAST_RUN_KEY, MAINTENANCE_LOCK, MaintenanceReport
+from omoide.providers.embeddings import Embedder, default_embedder
+from omoide.providers.llm import LLM, llm_from_config
+from omoide.providers.tokens import TokenCounter, default_token_counter
+from omoide.recall.log import RecallLog
+from omoide.recall.router import Router
+from omoide.storage import Database, DirectoryLock
+from omoide.storage.permissions import private_dir, tighten
 
 __all__ = ["DEFAULT_DIRECTORY", "Memory", "resolve_path"]
 
@@ -290,7 +290,7 @@ class Memory:
     def _promote_message(self, agent_name: str, session_id: str, message: Message) -> str:
         """Record an important message leaving working memory as an episode.
 
-        The episode id is keyed by a secret of the directory (see :mod:`omoide.ids`), so no
+        The episode id is keyed by a secret of the directory (see :mod:`omoide.core.ids`), so no
         agent can create it first; and an id that is taken anyway (an import, an old store)
         is only reused when it holds this same agent's message of this session — otherwise
         the next candidate id is used, so an evicted message is never swallowed by an
@@ -342,7 +342,8 @@ class Memory:
 
         An episode already distilled into a live knowledge document is represented there: it
         gets no document of its own (the knowledge names its topic and identifiers; see
-        :mod:`omoide.distill`). Every other episode becomes one document. Each hand-over is
+        :mod:`omoide.pipelines.distill`). Every other episode becomes one document. Each hand-over
+        is
         audited (policy ``capacity``, action ``overflow``) with the whole episode as its
         snapshot, context included, so nothing is lost on overflow.
         """
@@ -400,7 +401,8 @@ class Memory:
     def distill(self, batch_size: int | None = None) -> DistillReport:
         """Turn old, similar episodes into knowledge in ``distill.collection`` (decisions).
 
-        See :mod:`omoide.distill`: clusters of at least ``min_episodes_for_cluster`` similar
+        See :mod:`omoide.pipelines.distill`: clusters of at least ``min_episodes_for_cluster``
+        similar
         episodes older than the freshness threshold become one document each; their episodes
         are marked distilled. Safe to interrupt and run again.
         """
@@ -410,7 +412,7 @@ class Memory:
     def forget(self, dry_run: bool = False) -> ForgetReport:
         """Apply the forgetting policies; with ``dry_run`` only report what would be done.
 
-        See :mod:`omoide.forgetting`. Never-forget items are skipped (and refused by the
+        See :mod:`omoide.pipelines.forgetting`. Never-forget items are skipped (and refused by the
         store itself if anything tried); every action is in :meth:`audit`.
         """
         self._check_open()
@@ -470,7 +472,8 @@ class Memory:
     def enforce_collections(self, dry_run: bool = False) -> RetentionReport:
         """Apply every collection's retention, ``archive_lowest`` cap and cache expiry.
 
-        See :mod:`omoide.retention`: archives (or, for expired cache entries, deletes) with an
+        See :mod:`omoide.pipelines.retention`: archives (or, for expired cache entries, deletes)
+        with an
         audit row each; never-forget documents are kept. Part of :meth:`maintain`.
         """
         self._check_open()
@@ -522,7 +525,7 @@ class Memory:
         2,000). ``session_id`` adds that session's pins and recent messages; ``layers``
         restricts the layers consulted; ``now`` replaces the clock's time (for time
         expressions and freshness). Only what the agent's scope allows is read. See
-        :mod:`omoide.router`.
+        :mod:`omoide.recall.router`.
         """
         self._check_open()
         return self._router.recall(
@@ -554,7 +557,7 @@ class Memory:
         """Index a folder or git repository into ``collection`` (``code``, ``knowledge``, ...).
 
         Incremental: only files whose content changed are re-indexed, and documents of
-        deleted files are removed. See :mod:`omoide.indexing` for the rules and metadata.
+        deleted files are removed. See :mod:`omoide.ingest.indexing` for the rules and metadata.
         """
         self._check_open()
         return self.indexer.index(

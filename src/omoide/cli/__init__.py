@@ -1,5 +1,5 @@
 """The ``omoide`` command line: a thin shell over the library (see :mod:`.commands`)."""
 
-from .commands import COMMANDS, Command, build_parser, main
+from omoide.cli.commands import COMMANDS, Command, build_parser, main
 
 __all__ = ["COMMANDS", "Command", "build_parser", "main"]

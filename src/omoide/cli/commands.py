@@ -1,6 +1,6 @@
 """The commands of ``omoide``: a table of thin calls into the library.
 
-Every command that touches memory runs an operation of :mod:`omoide.operations`, either on a
+Every command that touches memory runs an operation of :mod:`omoide.service.local`, either on a
 data directory this process opens (``--path``, ``$OMOIDE_HOME``, else ``./omoide-data``) or
 on a running server (``--url`` / ``$OMOIDE_URL`` with ``--key`` / ``$OMOIDE_API_KEY``), since
 a server owns its directory. Commands are declared in :data:`COMMANDS`; adding one is a
@@ -19,17 +19,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from ..errors import OmoideError, StoreLockedError, ValidationError
-from ..storage.permissions import open_private
+from omoide.errors import OmoideError, StoreLockedError, ValidationError
+from omoide.storage.permissions import open_private
 
 if TYPE_CHECKING:
-    from ..operations import LocalOperations
-    from ..remote import RemoteOperations
+    from omoide.service.local import LocalOperations
+    from omoide.service.remote import RemoteOperations
 
     Ops = LocalOperations | RemoteOperations
 
-from .console import Output, ProgressReporter
-from .views import (
+from omoide.cli.console import Output, ProgressReporter
+from omoide.cli.views import (
     show_collections,
     show_documents,
     show_episodes,
@@ -86,14 +86,14 @@ def open_operations(args: argparse.Namespace) -> Iterator[Ops]:
     url, key, agent = _env(args, "url", "OMOIDE_URL"), _env(args, "key", "OMOIDE_API_KEY"), None
     agent = _env(args, "agent", "OMOIDE_AGENT")
     if url:
-        from ..remote import RemoteOperations
+        from omoide.service.remote import RemoteOperations
 
         if getattr(args, "agent", None):
             raise ValidationError("--agent", "with --url the API key decides the agent")
         yield RemoteOperations(url, key)
         return
-    from ..memory import Memory
-    from ..operations import Caller, LocalOperations
+    from omoide.memory import Memory
+    from omoide.service.local import Caller, LocalOperations
 
     with Memory(_env(args, "path", "OMOIDE_HOME")) as mem:
         yield LocalOperations(mem, Caller.operator(mem, agent))
@@ -131,7 +131,7 @@ def _meta(pairs: Sequence[str] | None) -> dict[str, Any] | None:
 
 
 def _demo(args: argparse.Namespace, out: Output) -> int:
-    from ..demo import run_demo
+    from omoide.cli.demo import run_demo
 
     run_demo(getattr(args, "demo_path", None) or getattr(args, "path", None), say=out.line)
     return 0
@@ -140,7 +140,7 @@ def _demo(args: argparse.Namespace, out: Output) -> int:
 def _simulate(args: argparse.Namespace, out: Output) -> int:
     import tempfile
 
-    from ..simulation.runner import SUMMARY_HEADERS, simulate, summary_rows
+    from omoide.simulation.runner import SUMMARY_HEADERS, simulate, summary_rows
 
     def progress(run: Any, day: int) -> None:
         if (day + 1) % 10 == 0:
@@ -154,7 +154,7 @@ def _simulate(args: argparse.Namespace, out: Output) -> int:
 
 
 def _init(args: argparse.Namespace, out: Output) -> int:
-    from ..memory import CONFIG_NAME, Memory, resolve_path
+    from omoide.memory import CONFIG_NAME, Memory, resolve_path
 
     path = resolve_path(_env(args, "path", "OMOIDE_HOME"))
     created = not (path / "omoide.db").exists()
@@ -230,12 +230,12 @@ def _import(args: argparse.Namespace, out: Output) -> int:
 
 
 def _serve(args: argparse.Namespace, out: Output) -> int:
-    from ..memory import Memory
+    from omoide.memory import Memory
 
     if _env(args, "url", "OMOIDE_URL"):
         raise ValidationError("--url", "serve owns a data directory; give --path instead")
     try:
-        from ..server.rest import serve
+        from omoide.server.rest import serve
     except ImportError as exc:
         raise OmoideError(
             f"serve needs the server extra: pip install 'omoide[server]' ({exc})"
@@ -258,7 +258,7 @@ def _serve(args: argparse.Namespace, out: Output) -> int:
 
 
 def _warn_about_keys(mem: Any, host: str) -> None:
-    from ..keys import KeyStore
+    from omoide.service.keys import KeyStore
 
     if not KeyStore(mem.db, clock=mem.clock).list_keys():
         sys.stderr.write(
@@ -271,20 +271,20 @@ def _warn_about_keys(mem: Any, host: str) -> None:
 
 def _mcp(args: argparse.Namespace, out: Output) -> int:
     try:
-        from ..server.mcp_server import create_mcp_app, create_mcp_server, local_operations
+        from omoide.server.mcp_server import create_mcp_app, create_mcp_server, local_operations
     except ImportError as exc:
         raise OmoideError(f"mcp needs the mcp extra: pip install 'omoide[mcp]' ({exc})") from None
     url = _env(args, "url", "OMOIDE_URL")
     if url:
-        from ..remote import RemoteOperations
+        from omoide.service.remote import RemoteOperations
 
         if args.transport != "stdio":
             raise ValidationError("--transport", "with --url the MCP server runs over stdio")
         remote = RemoteOperations(url, _env(args, "key", "OMOIDE_API_KEY"))
         create_mcp_server(lambda caller: remote).run("stdio")
         return 0
-    from ..memory import Memory
-    from ..operations import Caller
+    from omoide.memory import Memory
+    from omoide.service.local import Caller
 
     with Memory(_env(args, "path", "OMOIDE_HOME")) as mem:
         if args.transport == "http":
@@ -680,7 +680,7 @@ COMMANDS: list[Command] = [
 ]
 
 
-from .pipeline_commands import PIPELINE_COMMANDS  # noqa: E402 - it builds on the above
+from omoide.cli.pipeline_commands import PIPELINE_COMMANDS  # noqa: E402 - it builds on the above
 
 COMMANDS.extend(PIPELINE_COMMANDS)
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .commands import Command, _positive, arg, open_operations
-from .console import Output
-from .views import (
+from omoide.cli.commands import Command, _positive, arg, open_operations
+from omoide.cli.console import Output
+from omoide.cli.views import (
     show_audit,
     show_distill,
     show_forget,
@@ -28,7 +28,7 @@ __all__ = ["PIPELINE_COMMANDS"]
 
 
 def _index(args: argparse.Namespace, out: Output) -> int:
-    from ..indexing import ProgressBar
+    from omoide.ingest.indexing import ProgressBar
 
     with open_operations(args) as ops:
         progress = None if args.quiet or out.json_mode else ProgressBar()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .console import Output
+from omoide.cli.console import Output
 
 __all__ = [
     "show_audit",

@@ -14,10 +14,10 @@ import anyio.to_thread
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ..errors import AuthenticationError
-from ..keys import KeyStore
-from ..memory import Memory
-from ..operations import Caller
+from omoide.errors import AuthenticationError
+from omoide.memory import Memory
+from omoide.service.keys import KeyStore
+from omoide.service.local import Caller
 
 __all__ = ["CALLER", "KeyAuthMiddleware", "bearer_token", "caller_for_key", "safe_text"]
 

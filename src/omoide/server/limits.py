@@ -12,8 +12,8 @@ import json
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
 
-from ..config import ServerConfig
-from ..errors import PayloadTooLargeError, ValidationError
+from omoide.core.config import ServerConfig
+from omoide.errors import PayloadTooLargeError, ValidationError
 
 __all__ = ["BodyLimitMiddleware", "check_request_text", "check_text_budget", "text_chars"]
 

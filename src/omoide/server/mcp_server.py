@@ -1,7 +1,7 @@
 """The MCP server: omoide's memory as tools an LLM agent can call.
 
 Built with the official MCP Python SDK (``mcp`` 2.x, ``MCPServer``). Every tool is a thin call
-into :mod:`omoide.operations`, so identity and scopes work as in the REST API: over stdio the
+into :mod:`omoide.service.local`, so identity and scopes work as in the REST API: over stdio the
 agent comes from configuration (``--agent`` / ``$OMOIDE_AGENT``); over streamable HTTP from
 the API key of the request (``Authorization: Bearer <key>``), checked by
 :class:`~omoide.server.auth.KeyAuthMiddleware` before the MCP session sees the request.
@@ -29,17 +29,17 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from .. import __version__
-from ..errors import AuthenticationError, OmoideError
-from ..memory import Memory
-from ..operations import Caller, LocalOperations
-from .auth import CALLER, KeyAuthMiddleware
-from .limits import check_request_text
+from omoide import __version__
+from omoide.errors import AuthenticationError, OmoideError
+from omoide.memory import Memory
+from omoide.server.auth import CALLER, KeyAuthMiddleware
+from omoide.server.limits import check_request_text
+from omoide.service.local import Caller, LocalOperations
 
 if TYPE_CHECKING:
     from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 
-    from ..remote import RemoteOperations
+    from omoide.service.remote import RemoteOperations
 
     Operations = LocalOperations | RemoteOperations
 

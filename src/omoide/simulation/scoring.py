@@ -5,7 +5,7 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Sequence
 
-from .scenario import Question
+from omoide.simulation.scenario import Question
 
 __all__ = ["answers", "hit_at", "is_current"]
 

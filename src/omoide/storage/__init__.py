@@ -1,7 +1,7 @@
 """Storage primitives: the SQLite database, its migrations, and the directory lock."""
 
-from .database import Database
-from .lock import DirectoryLock
-from .migrations import MIGRATIONS, Migration
+from omoide.storage.database import Database
+from omoide.storage.lock import DirectoryLock
+from omoide.storage.migrations import MIGRATIONS, Migration
 
 __all__ = ["MIGRATIONS", "Database", "DirectoryLock", "Migration"]

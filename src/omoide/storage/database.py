@@ -15,11 +15,11 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
-from ..clock import Clock, to_timestamp
-from ..errors import ProtectedMemoryError, StorageError
-from ..fulltext import index_text
-from .migrations import MIGRATIONS, Migration
-from .permissions import private_file
+from omoide.clock import Clock, to_timestamp
+from omoide.errors import ProtectedMemoryError, StorageError
+from omoide.storage.migrations import MIGRATIONS, Migration
+from omoide.storage.permissions import private_file
+from omoide.text.fulltext import index_text
 
 __all__ = ["Database"]
 

@@ -16,9 +16,9 @@ import sys
 from pathlib import Path
 from typing import IO
 
-from ..clock import Clock, SystemClock
-from ..errors import StoreLockedError
-from .permissions import open_private
+from omoide.clock import Clock, SystemClock
+from omoide.errors import StoreLockedError
+from omoide.storage.permissions import open_private
 
 if sys.platform != "win32":
     import fcntl

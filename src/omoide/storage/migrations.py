@@ -80,7 +80,7 @@ CREATE INDEX episodes_type_time ON episodes(event_type, timestamp);
 CREATE INDEX episodes_time ON episodes(timestamp);
 CREATE INDEX episodes_state ON episodes(state);
 
--- Full text of episodes, analysed by omoide.fulltext (Japanese as character bigrams).
+-- Full text of episodes, analysed by omoide.text.fulltext (Japanese as character bigrams).
 CREATE VIRTUAL TABLE episodes_fts USING fts5(
     body, tokenize = 'porter unicode61 remove_diacritics 2'
 );
@@ -312,7 +312,8 @@ CREATE INDEX recall_log_items_item ON recall_log_items(layer, item_id);
 """
 
 EPISODE_CONTEXT_KEYS = """
--- Context keys of episodes (omoide.context_keys): the episode, its neighbours in its thread.
+-- Context keys of episodes (omoide.layers.episodic.context_keys): the episode, its neighbours in
+-- its thread.
 CREATE TABLE episode_threads (
     rowid     INTEGER PRIMARY KEY,
     thread    TEXT NOT NULL,
@@ -326,13 +327,13 @@ CREATE VIRTUAL TABLE episode_keys_fts USING fts5(
 
 
 def _backfill_context_keys(conn: sqlite3.Connection) -> None:
-    from ..context_keys import backfill
+    from omoide.layers.episodic.context_keys import backfill
 
     backfill(conn)
 
 
 INDEXING = """
--- Files indexed into a semantic collection (omoide.indexing): one row per file of a source
+-- Files indexed into a semantic collection (omoide.ingest.indexing): one row per file of a source
 -- tree. content_hash is NULL while an update of the file's documents is in flight, so a run
 -- interrupted by a crash re-indexes (or removes) the file next time. doc_ids lists the
 -- semantic documents the file produced (JSON array).
@@ -375,7 +376,7 @@ CREATE INDEX api_keys_agent ON api_keys(agent_name);
 """
 
 SEMANTIC_FULLTEXT = """
--- Full text of semantic documents, analysed like episodes (omoide.fulltext), so that a
+-- Full text of semantic documents, analysed like episodes (omoide.text.fulltext), so that a
 -- document is found by its words as well as by its meaning. Triggers keep it in step with
 -- semantic_docs whatever writes the registry (stores, compression, imports, deletes);
 -- omoide_index_text is the SQL function Database registers on its connection.
@@ -466,7 +467,7 @@ END;
 """
 
 PROCEDURE_AGENT_FIGURES = """
--- Outcomes folded per reporting agent (see omoide.procedural): each agent's own EMA of a
+-- Outcomes folded per reporting agent (see omoide.layers.procedural): each agent's own EMA of a
 -- version's success rate and quality; the version's figures are their mean, so one agent
 -- reporting many outcomes cannot drown the others.
 CREATE TABLE procedure_agent_figures (

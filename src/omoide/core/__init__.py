@@ -1,0 +1,1 @@
+"""The basics every part builds on: records, configuration as plain data, scopes, ids, checks."""

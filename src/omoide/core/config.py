@@ -1,0 +1,640 @@
+"""Configuration: every threshold and weight, with the article's defaults.
+
+A :class:`Config` is an immutable tree of dataclasses, one section per concern. Build one in
+code (``Config(episodic=EpisodicConfig(max_entries=5000))``), derive one with
+:func:`dataclasses.replace`, or load TOML with :meth:`Config.from_toml`; a data directory
+that holds an ``omoide.toml`` is configured by it when ``Memory`` is given no config.
+
+Example ``omoide.toml``::
+
+    default_scope = "global"
+    never_forget = ["legal_holds"]          # extends the five built-in categories
+
+    [protection]
+    writers = ["ceo"]                       # agents (besides admins) that may write them
+
+    [episodic]
+    max_entries = 20000
+
+    [semantic.collections.runbooks]
+    purpose = "operational runbooks"
+    retention_days = 365
+    max_docs = 2000
+
+    [[forgetting.policies]]                 # added to the article's four (same name: replaces)
+    name = "old_chatter"
+    target_layer = "episodic"
+    condition = "event_type == 'message' AND age > 14_days"
+    action = "delete"
+    grace_period_days = 14
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from omoide.errors import ConditionSyntaxError, ConfigError
+
+__all__ = [
+    "NEVER_FORGET",
+    "CollectionConfig",
+    "Config",
+    "DistillConfig",
+    "EpisodicConfig",
+    "ForgettingConfig",
+    "LLMConfig",
+    "ProceduralConfig",
+    "ProtectionConfig",
+    "RouterConfig",
+    "SemanticConfig",
+    "ServerConfig",
+    "WorkingConfig",
+]
+
+
+def _frozen(mapping: Mapping[str, Any]) -> Mapping[str, Any]:
+    return MappingProxyType(dict(mapping))
+
+
+#: The never-forget categories of the article. Configuration may add to them, never remove.
+NEVER_FORGET: tuple[str, ...] = (
+    "human_feedback",
+    "security_incidents",
+    "manifesto_rules",
+    "financial_records",
+    "compliance_events",
+)
+
+SLOTS: tuple[str, ...] = (
+    "system",
+    "active_task",
+    "constraints",
+    "recent_msgs",
+    "pinned",
+    "scratchpad",
+)
+
+
+@dataclass(frozen=True)
+class WorkingConfig:
+    """Layer 1. Slot budgets are the article's (sum 32K); they scale with ``max_tokens``."""
+
+    max_tokens: int = 32_000
+    slot_budgets: Mapping[str, int] = field(
+        default_factory=lambda: _frozen(
+            {
+                "system": 2_000,
+                "active_task": 1_000,
+                "constraints": 1_000,
+                "recent_msgs": 20_000,
+                "pinned": 4_000,
+                "scratchpad": 4_000,
+            }
+        )
+    )
+    #: Evicted messages with importance strictly above this are recorded as episodes.
+    promote_threshold: float = 0.7
+    #: Importance of a message that does not state one.
+    default_importance: float = 0.5
+
+
+@dataclass(frozen=True)
+class EpisodicConfig:
+    """Layer 2: capacity, scoring weights and base importances."""
+
+    max_entries: int = 10_000
+    #: When over capacity, evict down to ``max_entries * (1 - eviction_fraction)``.
+    eviction_fraction: float = 0.1
+    relevance_weight: float = 0.4
+    importance_weight: float = 0.35
+    freshness_weight: float = 0.25
+    retention_importance_weight: float = 0.4
+    retention_freshness_weight: float = 0.3
+    retention_access_weight: float = 0.3
+    decay_rate: float = 0.01
+    base_importance: Mapping[str, float] = field(
+        default_factory=lambda: _frozen(
+            {"decision": 0.7, "error": 0.8, "success": 0.5, "feedback": 0.9, "conflict": 0.85}
+        )
+    )
+    #: Importance of an event type that has no base importance.
+    default_importance: float = 0.5
+    #: Share of full-text rank in relevance; the rest is embedding similarity.
+    text_weight: float = 0.5
+    #: How many full-text and how many vector candidates enter scoring (each).
+    candidate_pool: int = 100
+    max_description_chars: int = 100_000
+
+
+@dataclass(frozen=True)
+class CollectionConfig:
+    """Layer 3: what a collection is for, how long it keeps documents, and its cap."""
+
+    purpose: str = ""
+    #: ``None`` keeps documents permanently.
+    retention_days: int | None = None
+    max_docs: int = 50_000
+    #: What happens at the cap: ``"refuse"`` (CapacityError) or ``"archive_lowest"``.
+    on_full: str = "refuse"
+    update_freq: str = "on_demand"
+
+
+def _default_collections() -> Mapping[str, CollectionConfig]:
+    return _frozen(
+        {
+            "knowledge": CollectionConfig(
+                "general technical knowledge and documents", None, 50_000, "refuse", "weekly"
+            ),
+            "code": CollectionConfig(
+                "code snippets, patterns and anti-patterns", None, 30_000, "refuse", "on_commit"
+            ),
+            "decisions": CollectionConfig(
+                "distilled decisions", 365, 10_000, "archive_lowest", "on_distill"
+            ),
+            "feedback": CollectionConfig(
+                "human feedback and lessons learned", None, 5_000, "refuse", "on_receive"
+            ),
+        }
+    )
+
+
+@dataclass(frozen=True)
+class SemanticConfig:
+    """Layer 3: ChromaDB collections, HNSW parameters and chunking."""
+
+    collections: Mapping[str, CollectionConfig] = field(default_factory=_default_collections)
+    #: ``http://host:port`` of a Chroma server; ``None`` uses a persistent client in the data dir.
+    chroma_url: str | None = None
+    hnsw_space: str = "cosine"
+    hnsw_construction_ef: int = 200
+    #: Breadth of the HNSW search. Collections full of near-duplicates (thousands of
+    #: "Fixed E-…: we added a retry" documents) defeat a narrow search: at 100, a year of the
+    #: fleet simulation found 54 % of the exact ten nearest; at 500, 98 %, in about 5 ms.
+    hnsw_search_ef: int = 500
+    hnsw_m: int = 16
+    #: Chunk size in tokens; ``None`` uses the embedder's window less a margin for the prefix.
+    chunk_tokens: int | None = None
+    chunk_overlap_tokens: int = 50
+    max_document_chars: int = 10_000_000
+    #: Collection that :meth:`~omoide.layers.semantic.store.SemanticStore.cache` writes to by
+    #: default.
+    cache_collection: str = "knowledge"
+
+
+@dataclass(frozen=True)
+class ProceduralConfig:
+    """Layer 4: outcome averaging and selection weights."""
+
+    ema_alpha: float = 0.1
+    success_weight: float = 0.6
+    quality_weight: float = 0.4
+    initial_success_rate: float = 0.5
+    initial_quality_score: float = 5.0
+
+
+@dataclass(frozen=True)
+class DistillConfig:
+    """The distillation pipeline (article section 7)."""
+
+    batch_size: int = 50
+    min_episodes_for_cluster: int = 3
+    similarity_threshold: float = 0.7
+    freshness_threshold: float = 0.5
+    max_duration_minutes: float = 10.0
+    schedule: str = "03:00"
+    collection: str = "decisions"
+
+
+def _default_policies() -> tuple[Mapping[str, Any], ...]:
+    return (
+        _frozen(
+            {
+                "name": "stale_episodes",
+                "target_layer": "episodic",
+                "condition": "freshness < 0.1 AND access_count < 2 AND importance < 0.5",
+                "action": "delete",
+                "grace_period_days": 90,
+            }
+        ),
+        _frozen(
+            {
+                "name": "superseded_decisions",
+                "target_layer": "semantic",
+                "condition": "newer_version_exists AND age > 30_days",
+                "action": "archive",
+                "grace_period_days": 30,
+            }
+        ),
+        _frozen(
+            {
+                "name": "low_value_knowledge",
+                "target_layer": "semantic",
+                "condition": "access_count == 0 AND age > 180_days",
+                "action": "compress",
+                "grace_period_days": 180,
+            }
+        ),
+        _frozen(
+            {
+                "name": "resolved_errors",
+                "target_layer": "episodic",
+                "condition": "event_type == 'error' AND has_resolution AND age > 60_days",
+                "action": "compress",
+                "grace_period_days": 60,
+            }
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class ForgettingConfig:
+    """Structured forgetting (article section 8): the policies, as data."""
+
+    policies: tuple[Mapping[str, Any], ...] = field(default_factory=_default_policies)
+
+
+@dataclass(frozen=True)
+class LLMConfig:
+    """An OpenAI-compatible chat-completions endpoint; unset means the offline extractor."""
+
+    base_url: str | None = None
+    model: str | None = None
+    api_key: str | None = None
+    timeout_seconds: float = 60.0
+
+
+@dataclass(frozen=True)
+class RouterConfig:
+    """Recall across layers (article section 10)."""
+
+    default_budget_tokens: int = 2_000
+    recent_window_minutes: float = 5.0
+    #: Days a recall stays in the provenance log (0: recalls are not logged).
+    recall_log_retention_days: int = 30
+    #: BM25 weights of an episode's context-key columns: the episode, its neighbours in the
+    #: thread, the ones two places away (see :mod:`omoide.layers.episodic.context_keys`).
+    context_key_weights: tuple[float, float, float] = (1.0, 0.5, 0.25)
+    #: Weight of calibrated embedding similarity beside the normalised context-key BM25.
+    dense_weight: float = 1.0
+    #: Candidates per signal (full text, embeddings) per layer before ranking.
+    candidate_pool: int = 200
+    #: Relevance is multiplied by ``1 + importance_prior * (importance - 0.5)``: the writer's
+    #: importance as a prior. 0.5 is neutral, so a store whose items all have the default
+    #: importance ranks exactly as without it. Semantic documents read ``importance`` from
+    #: their metadata (neutral when absent). Within [0, 2), so the factor stays positive.
+    importance_prior: float = 0.6
+    #: How an item's score is made: relevance, and for episodes importance and freshness.
+    relevance_weight: float = 0.95
+    importance_weight: float = 0.05
+    freshness_weight: float = 0.0
+    #: Added to episodes inside the time range a question names ("先週", "last week").
+    time_range_bonus: float = 0.25
+    #: Added to episodes written by an agent the question names ("what did the CTO decide?").
+    author_bonus: float = 0.1
+    #: Added, times the share of its subject's words the question names, to the current
+    #: version of a versioned document (``subject`` ``policy.deploy_window`` for "when are
+    #: deploys allowed?"): a question that names a fact's subject asks for its current value.
+    subject_bonus: float = 0.35
+    #: Added, times the share of the question's rare identifiers a document holds, to the
+    #: documents that hold an identifier the question names ("how did we fix E-04512?"). An
+    #: identifier is rare when at most ``rare_identifier_docs`` documents of a collection hold
+    #: it ("Q3" in hundreds of decisions singles nothing out).
+    identifier_bonus: float = 0.35
+    rare_identifier_docs: int = 5
+    #: Relevance is multiplied by this for an item that names none of the question's
+    #: identifiers but another of the same form (``E-02365`` when asked about ``E-03424``,
+    #: ``Q2`` for ``Q1``): it is about another incident or quarter, however alike it reads.
+    other_identifier_factor: float = 0.5
+    #: A semantic document's relevance blends the question's words (full-text BM25 relative
+    #: to the best candidate, times the share of the question's content words the document
+    #: holds) with its meaning as ``(words + dense_weight * meaning) /
+    #: (1 + dense_weight)``. Unless it holds some but not all of those words (then it is
+    #: about something else sharing the question's frame), it never falls below this share
+    #: of its meaning alone: a document in the other language cannot share the words.
+    meaning_floor: float = 0.95
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """Limits of ``omoide serve`` on one request, so that no agent can stall the others."""
+
+    #: Bytes of one request body (REST and MCP); a larger body is answered 413.
+    max_body_bytes: int = 1_048_576
+    #: Bytes of one ``POST /v1/import`` body (admin keys only): an export is larger.
+    max_import_bytes: int = 268_435_456
+    #: Characters of text one request may give to embed (documents, descriptions, outcomes,
+    #: messages, cached content, queries, all together); past it the request is a 422 naming
+    #: the field. Embedding costs about a second per 2,000 characters on a small CPU.
+    max_request_text_chars: int = 200_000
+    #: Folders an admin key may index through the servers (``POST .../index``), each with
+    #: its subfolders; empty (the default): indexing through a server is refused, so no key
+    #: can make the server read its machine's files. The local operator (the CLI on a
+    #: directory, the library) may index any folder.
+    index_roots: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ProtectionConfig:
+    """Who may write never-forget items through the servers (and ``LocalOperations``).
+
+    A never-forget item can only be removed by an admin purge, so an agent able to write one
+    could fill the store for good. Admin keys and the local operator always may; other agents
+    only if listed in ``writers``. Default: none. The library itself is not restricted.
+    """
+
+    writers: tuple[str, ...] = ()
+    #: How many days into the past an agent that is not an admin may date an episode
+    #: (``timestamp``) through the servers: backdating makes an episode look old at once
+    #: (distillable, forgettable). Admins and the local operator may date anything.
+    agent_backdate_days: float = 1.0
+
+
+@dataclass(frozen=True)
+class Config:
+    """All of omoide's settings. Every field has a working default."""
+
+    working: WorkingConfig = field(default_factory=WorkingConfig)
+    episodic: EpisodicConfig = field(default_factory=EpisodicConfig)
+    semantic: SemanticConfig = field(default_factory=SemanticConfig)
+    procedural: ProceduralConfig = field(default_factory=ProceduralConfig)
+    distill: DistillConfig = field(default_factory=DistillConfig)
+    forgetting: ForgettingConfig = field(default_factory=ForgettingConfig)
+    llm: LLMConfig = field(default_factory=LLMConfig)
+    router: RouterConfig = field(default_factory=RouterConfig)
+    server: ServerConfig = field(default_factory=ServerConfig)
+    protection: ProtectionConfig = field(default_factory=ProtectionConfig)
+    #: Scope given to items written without one: ``global``, ``private`` or a share list.
+    default_scope: str = "global"
+    #: Teams for scopes: ``{"leads": ("ceo", "cto")}`` lets ``team:leads`` reach both.
+    teams: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: _frozen({}))
+    #: Never-forget categories; always includes :data:`NEVER_FORGET`.
+    never_forget: tuple[str, ...] = NEVER_FORGET
+    #: Seconds to wait for a data directory held by another process (0: fail at once).
+    lock_timeout: float = 0.0
+
+    def __post_init__(self) -> None:
+        merged = tuple(dict.fromkeys((*NEVER_FORGET, *self.never_forget)))
+        object.__setattr__(self, "never_forget", merged)
+        _check(self)
+
+    @classmethod
+    def from_toml(cls, path: str | Path) -> Config:
+        """Load a TOML file; unknown keys and bad values raise :class:`ConfigError`."""
+        try:
+            with open(path, "rb") as fh:
+                data = tomllib.load(fh)
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigError(f"cannot read configuration {path}: {exc}") from exc
+        return cls.from_dict(data)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Config:
+        """Build a config from plain data (as read from TOML or JSON)."""
+        config: Config = _build(cls, data, "config")
+        return config
+
+
+_SECTION_TYPES: dict[str, type] = {
+    "working": WorkingConfig,
+    "episodic": EpisodicConfig,
+    "semantic": SemanticConfig,
+    "procedural": ProceduralConfig,
+    "distill": DistillConfig,
+    "forgetting": ForgettingConfig,
+    "llm": LLMConfig,
+    "router": RouterConfig,
+    "server": ServerConfig,
+    "protection": ProtectionConfig,
+}
+
+
+def _build(cls: type, data: Mapping[str, Any], where: str) -> Any:
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{where}: expected a table, got {type(data).__name__}")
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = set(data) - names
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
+    defaults = cls()
+    values: dict[str, Any] = {}
+    for key, value in data.items():
+        path = f"{where}.{key}"
+        if cls is Config and key in _SECTION_TYPES:
+            values[key] = _build(_SECTION_TYPES[key], value, path)
+        elif key == "collections":
+            merged = dict(getattr(defaults, key))
+            if not isinstance(value, Mapping):
+                raise ConfigError(f"{path}: expected a table of collections")
+            for name, spec in value.items():
+                base = merged.get(name, CollectionConfig())
+                merged[name] = dataclasses.replace(
+                    base, **_fields(CollectionConfig, spec, f"{path}.{name}")
+                )
+            values[key] = _frozen(merged)
+        elif key in ("slot_budgets", "base_importance"):
+            if not isinstance(value, Mapping):
+                raise ConfigError(f"{path}: expected a table")
+            values[key] = _frozen({**getattr(defaults, key), **value})
+        elif key == "policies":
+            if not isinstance(value, list) or not all(isinstance(p, Mapping) for p in value):
+                raise ConfigError(f"{path}: expected an array of tables")
+            # A policy named like a default replaces it; others are added after the defaults.
+            merged_policies = {p["name"]: p for p in getattr(defaults, key)}
+            given = [spec.get("name") for spec in value]
+            twice = sorted({str(n) for n in given if given.count(n) > 1})
+            if twice:
+                raise ConfigError(f"{path}: policy {twice[0]!r} is defined twice")
+            for spec in value:
+                merged_policies[spec.get("name")] = _frozen(spec)
+            values[key] = tuple(merged_policies.values())
+        elif key == "teams":
+            if not isinstance(value, Mapping) or not all(
+                isinstance(v, list | tuple) and all(isinstance(a, str) for a in v)
+                for v in value.values()
+            ):
+                raise ConfigError(f"{path}: expected a table of agent-name arrays")
+            values[key] = _frozen({k: tuple(v) for k, v in value.items()})
+        elif key == "writers":
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise ConfigError(f"{path}: expected an array of agent names")
+            values[key] = tuple(value)
+        elif key in ("never_forget", "index_roots"):
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise ConfigError(f"{path}: expected an array of strings")
+            values[key] = tuple(value)
+        else:
+            values[key] = value
+    try:
+        return dataclasses.replace(defaults, **values)
+    except ConditionSyntaxError:
+        raise  # a forgetting condition: keep its type and position
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{where}: {exc}") from exc
+
+
+def _fields(cls: type, spec: Any, where: str) -> dict[str, Any]:
+    if not isinstance(spec, Mapping):
+        raise ConfigError(f"{where}: expected a table")
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = set(spec) - names
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
+    return dict(spec)
+
+
+def _unit(value: Any, where: str) -> None:
+    if not isinstance(value, int | float) or isinstance(value, bool) or math.isnan(value):
+        raise ConfigError(f"{where}: expected a number, got {value!r}")
+    if not 0.0 <= value <= 1.0:
+        raise ConfigError(f"{where}: must be within [0, 1], got {value!r}")
+
+
+def _positive(value: Any, where: str) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ConfigError(f"{where}: expected a positive integer, got {value!r}")
+
+
+def _check(config: Config) -> None:
+    """Reject settings that cannot work, naming the setting."""
+    w, e, s, p, d = (
+        config.working,
+        config.episodic,
+        config.semantic,
+        config.procedural,
+        config.distill,
+    )
+    _positive(w.max_tokens, "working.max_tokens")
+    missing = set(SLOTS) - set(w.slot_budgets)
+    extra = set(w.slot_budgets) - set(SLOTS)
+    if missing or extra:
+        raise ConfigError(f"working.slot_budgets: must name exactly the slots {', '.join(SLOTS)}")
+    for slot, budget in w.slot_budgets.items():
+        _positive(budget, f"working.slot_budgets.{slot}")
+    _unit(w.promote_threshold, "working.promote_threshold")
+    _unit(w.default_importance, "working.default_importance")
+    _positive(e.max_entries, "episodic.max_entries")
+    _positive(e.candidate_pool, "episodic.candidate_pool")
+    _positive(e.max_description_chars, "episodic.max_description_chars")
+    for name in (
+        "eviction_fraction",
+        "relevance_weight",
+        "importance_weight",
+        "freshness_weight",
+        "retention_importance_weight",
+        "retention_freshness_weight",
+        "retention_access_weight",
+        "decay_rate",
+        "default_importance",
+        "text_weight",
+    ):
+        _unit(getattr(e, name), f"episodic.{name}")
+    for kind, value in e.base_importance.items():
+        _unit(value, f"episodic.base_importance.{kind}")
+    if not s.collections:
+        raise ConfigError("semantic.collections: at least one collection is needed")
+    for name, coll in s.collections.items():
+        if not isinstance(coll, CollectionConfig):
+            raise ConfigError(f"semantic.collections.{name}: expected a CollectionConfig")
+        if not (3 <= len(name) <= 63) or not name.replace("_", "").replace("-", "").isalnum():
+            raise ConfigError(
+                f"semantic.collections.{name}: names are 3-63 letters, digits, '-' or '_'"
+            )
+        _positive(coll.max_docs, f"semantic.collections.{name}.max_docs")
+        if coll.retention_days is not None:
+            _positive(coll.retention_days, f"semantic.collections.{name}.retention_days")
+        if coll.on_full not in ("refuse", "archive_lowest"):
+            raise ConfigError(
+                f"semantic.collections.{name}.on_full: 'refuse' or 'archive_lowest', "
+                f"got {coll.on_full!r}"
+            )
+    if s.cache_collection not in s.collections:
+        raise ConfigError(
+            f"semantic.cache_collection: {s.cache_collection!r} is not a configured collection"
+        )
+    if s.hnsw_space not in ("cosine", "l2", "ip"):
+        raise ConfigError(f"semantic.hnsw_space: cosine, l2 or ip, got {s.hnsw_space!r}")
+    for name in ("hnsw_construction_ef", "hnsw_search_ef", "hnsw_m", "max_document_chars"):
+        _positive(getattr(s, name), f"semantic.{name}")
+    if s.chunk_tokens is not None:
+        _positive(s.chunk_tokens, "semantic.chunk_tokens")
+    if s.chunk_overlap_tokens < 0:
+        raise ConfigError("semantic.chunk_overlap_tokens: must be >= 0")
+    for name in ("ema_alpha", "success_weight", "quality_weight", "initial_success_rate"):
+        _unit(getattr(p, name), f"procedural.{name}")
+    if not 0 <= p.initial_quality_score <= 10:
+        raise ConfigError("procedural.initial_quality_score: must be within [0, 10]")
+    _positive(d.batch_size, "distill.batch_size")
+    _positive(d.min_episodes_for_cluster, "distill.min_episodes_for_cluster")
+    _unit(d.similarity_threshold, "distill.similarity_threshold")
+    _unit(d.freshness_threshold, "distill.freshness_threshold")
+    if d.max_duration_minutes <= 0:
+        raise ConfigError("distill.max_duration_minutes: must be > 0")
+    if d.collection not in s.collections:
+        raise ConfigError(f"distill.collection: {d.collection!r} is not a configured collection")
+    _check_pipelines(config)
+    r = config.router
+    _positive(r.default_budget_tokens, "router.default_budget_tokens")
+    _positive(r.candidate_pool, "router.candidate_pool")
+    _positive(r.rare_identifier_docs, "router.rare_identifier_docs")
+    if not isinstance(r.recall_log_retention_days, int) or r.recall_log_retention_days < 0:
+        raise ConfigError("router.recall_log_retention_days: expected an integer >= 0")
+    if not r.recent_window_minutes > 0:
+        raise ConfigError("router.recent_window_minutes: must be > 0")
+    if len(r.context_key_weights) != 3 or any(
+        not isinstance(x, int | float) or isinstance(x, bool) or not 0 <= x <= 100
+        for x in r.context_key_weights
+    ):
+        raise ConfigError("router.context_key_weights: expected three numbers within [0, 100]")
+    if not isinstance(r.dense_weight, int | float) or not 0 <= r.dense_weight <= 100:
+        raise ConfigError("router.dense_weight: expected a number within [0, 100]")
+    if not isinstance(r.importance_prior, int | float) or not 0 <= r.importance_prior < 2:
+        raise ConfigError("router.importance_prior: expected a number within [0, 2)")
+    for name in (
+        "relevance_weight",
+        "importance_weight",
+        "freshness_weight",
+        "time_range_bonus",
+        "author_bonus",
+        "subject_bonus",
+        "identifier_bonus",
+        "other_identifier_factor",
+        "meaning_floor",
+    ):
+        _unit(getattr(r, name), f"router.{name}")
+    backdate = config.protection.agent_backdate_days
+    if not isinstance(backdate, int | float) or isinstance(backdate, bool) or not backdate >= 0:
+        raise ConfigError("protection.agent_backdate_days: expected a number >= 0")
+    if config.lock_timeout < 0:
+        raise ConfigError("lock_timeout: must be >= 0")
+    for name in ("max_body_bytes", "max_import_bytes", "max_request_text_chars"):
+        _positive(getattr(config.server, name), f"server.{name}")
+    roots = config.server.index_roots
+    if not isinstance(roots, tuple | list) or not all(isinstance(r, str) and r for r in roots):
+        raise ConfigError("server.index_roots: expected a list of folder paths")
+
+
+def _check_pipelines(config: Config) -> None:
+    """Parse the forgetting policies and the schedule now, so a bad one fails at load time.
+
+    A malformed condition raises ConditionSyntaxError (with its position); other mistakes in a
+    policy raise ConfigError naming it.
+    """
+    # Imported here: these modules build on the layers, which import this module.
+    from omoide.errors import ValidationError
+    from omoide.pipelines.forgetting import policies_from_config
+    from omoide.pipelines.scheduler import Schedule
+
+    try:
+        policies_from_config(config.forgetting.policies)
+    except ConditionSyntaxError:
+        raise
+    except (ValidationError, TypeError) as exc:
+        raise ConfigError(str(exc)) from None
+    Schedule.parse(config.distill.schedule)

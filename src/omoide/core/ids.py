@@ -1,0 +1,61 @@
+"""The ids omoide generates, and the rule that keeps clients out of them.
+
+omoide names items it creates itself with fixed prefixes: random episode ids (``ep-``),
+episodes promoted from working memory (``wm-``), content-hashed documents (``h-``), cache
+entries (``cache-``), indexed files (``file-``), episodes overflowed to the semantic layer
+(``episode-``) and distilled knowledge (``distilled-``). An agent that could pick such an id
+could create the item before the system does and have the system's write land on its text
+(or be refused): so ids a client chooses may not start with one of these prefixes
+(:func:`check_client_id`, applied by the front ends in :mod:`omoide.service.local`). The
+library itself, and imports of an export, still write them.
+
+Ids derived from something another agent could guess (a message number, a text) are keyed
+by a secret of the data directory (:func:`directory_secret`), so no agent can compute the id
+the system will give someone else's item.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from typing import Any
+
+from omoide.errors import ReservedIdError
+from omoide.storage import Database
+
+__all__ = ["RESERVED_ID_PREFIXES", "check_client_id", "directory_secret", "keyed_digest"]
+
+#: Prefixes of the ids omoide generates for episodes and documents.
+RESERVED_ID_PREFIXES = ("ep-", "wm-", "h-", "cache-", "file-", "episode-", "distilled-")
+
+
+def check_client_id(field: str, value: Any) -> Any:
+    """Refuse a client-chosen id in a reserved prefix (any letter case); other values,
+    including non-strings, pass through unchanged for the layer to validate."""
+    if isinstance(value, str):
+        folded = value.strip().casefold()
+        for prefix in RESERVED_ID_PREFIXES:
+            if folded.startswith(prefix):
+                raise ReservedIdError(field, value, prefix)
+    return value
+
+
+def directory_secret(db: Database, name: str) -> bytes:
+    """A random secret of this data directory, created on first use and kept in ``meta``
+    (which no route reads or exports): the key of ids that must not be predictable."""
+    key = f"secret:{name}"
+    with db.transaction() as conn:
+        conn.execute(
+            "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO NOTHING",
+            (key, secrets.token_hex(32)),
+        )
+    value = db.get_meta(key)
+    assert value is not None
+    return bytes.fromhex(value)
+
+
+def keyed_digest(secret: bytes, *parts: str) -> str:
+    """HMAC-SHA256 of ``parts`` joined by the unit separator, as hex."""
+    message = "\x1f".join(parts).encode("utf-8")
+    return hmac.new(secret, message, hashlib.sha256).hexdigest()

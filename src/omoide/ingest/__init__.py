@@ -1,0 +1,1 @@
+"""Bringing outside material into memory: files, sections and source trees."""

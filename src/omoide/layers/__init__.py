@@ -1,0 +1,1 @@
+"""The four memory layers; each owns its tables and indexes."""

@@ -1,0 +1,898 @@
+"""Layer 3: the semantic store (RAG) on ChromaDB.
+
+Collections (knowledge, code, decisions, feedback by default) are ChromaDB collections with
+cosine HNSW indexes (construction_ef 200, search_ef 500 — wide, because a collection of
+near-duplicates defeats a narrow search — M 16). Vectors come from omoide's
+:class:`~omoide.providers.embeddings.Embedder`, never from Chroma's default embedding function
+(which
+downloads a model at run time).
+
+A document longer than the embedder's window is split into chunks
+(:mod:`omoide.providers.chunking`), stored in Chroma as ``<doc id>#<n>``. Each whole document is
+also
+registered in SQLite (``semantic_docs``, read through :mod:`omoide.layers.semantic.registry`): its
+text, owner,
+scope, lifecycle state and access statistics, with its full text indexed for
+:meth:`SemanticStore.search_text`. A write registers the document as *pending*, writes the
+chunks to Chroma, then marks it *active*; a crash in between leaves a pending row that the
+next open completes, so Chroma and SQLite never disagree for long and never lose an
+acknowledged document.
+
+Metadata keys starting with ``_`` belong to omoide (``_doc``, ``_chunk``, ``_agent``,
+``_scope``, ``_global``, ``_r:agent:NAME`` / ``_r:team:NAME`` reader flags, ``_current``,
+``_expiring`` / ``_expires``): callers may not set them or filter on them, so a ``where``
+filter can never widen a scope.
+
+A document may carry an expiry (``store(..., expires_at=...)``; ``SemanticStore.cache``, an
+:class:`~omoide.layers.semantic.cache.InformationCache`, stores outside information that way): from
+that
+moment it leaves query results, and :meth:`SemanticStore.purge_expired` (run by maintenance)
+removes it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from omoide.clock import Clock, to_timestamp
+from omoide.core.config import SemanticConfig
+from omoide.core.filters import (
+    DOC_OPERATORS,
+    FIELD_OPERATORS,
+    WHERE_OPERATORS,
+    check_where,
+    public_metadata,
+    reader_flags,
+    reader_where,
+)
+from omoide.core.models import CollectionStats, QueryHit, SemanticDocument
+from omoide.core.scope import GLOBAL, normalize_scope
+from omoide.core.validation import (
+    check_datetime,
+    check_list,
+    check_metadata,
+    check_name,
+    check_names,
+    check_positive_int,
+    check_text,
+)
+from omoide.errors import (
+    BackendError,
+    CapacityError,
+    NotFoundError,
+    OmoideError,
+    ProtectedMemoryError,
+    UnknownCollectionError,
+    ValidationError,
+)
+from omoide.layers.semantic.cache import InformationCache
+from omoide.layers.semantic.registry import DocumentRegistry
+from omoide.providers.chunking import chunk_text
+from omoide.providers.embeddings import Embedder
+from omoide.storage import Database
+from omoide.text.fulltext import match_expression
+
+__all__ = ["SemanticStore", "chroma_errors", "content_id"]
+
+#: Decides whether a document is protected by a never-forget rule (collection, metadata).
+DocumentProtection = Callable[[str, Mapping[str, Any]], bool]
+
+
+def content_id(document: str, agent_name: str = "") -> str:
+    """The default id of a document: a hash of its writer and its content, so one agent
+    storing the same text twice makes one document, while another agent storing that text
+    gets a document of its own (its id tells nothing about what others stored). Documents
+    written as no agent (the library, the local operator) keep the content-only hash."""
+    text = document if agent_name == "" else f"{agent_name}\x1f{document}"
+    return "h-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+@contextmanager
+def chroma_errors(field: str) -> Iterator[None]:
+    """Turn what ChromaDB raises into omoide errors: its refusals of an argument become a
+    :class:`ValidationError` naming ``field``, its other failures (an internal error, a busy
+    database) a :class:`BackendError`, so no ChromaDB exception reaches a caller raw."""
+    try:
+        yield
+    except OmoideError:
+        raise
+    except Exception as exc:
+        from chromadb.errors import ChromaError, InvalidArgumentError
+
+        message = str(exc)[:500]
+        if isinstance(exc, ValueError | InvalidArgumentError | TypeError):
+            raise ValidationError(field, message) from None
+        if isinstance(exc, ChromaError) or type(exc).__module__.startswith("chromadb"):
+            raise BackendError(f"the vector store failed: {message}") from exc
+        raise
+
+
+#: Fewest neighbours asked of ChromaDB per query (see :meth:`SemanticStore.query`).
+QUERY_FETCH_FLOOR = 100
+
+
+class SemanticStore:
+    """Layer 3; obtain it as ``Memory.semantic``."""
+
+    def __init__(
+        self,
+        db: Database,
+        client: Any,
+        *,
+        embedder: Embedder,
+        clock: Clock,
+        config: SemanticConfig | None = None,
+        count_tokens: Callable[[str], int] | None = None,
+        default_scope: str = GLOBAL,
+        protection: DocumentProtection | None = None,
+    ) -> None:
+        self._db = db
+        self._registry = DocumentRegistry(db, clock)
+        self._client = client
+        self._embedder = embedder
+        self._clock = clock
+        self.config = config or SemanticConfig()
+        self._default_scope = default_scope
+        self._protection = protection
+        if count_tokens is None:
+
+            def count_tokens(text: str) -> int:
+                n = embedder.count_tokens(text)
+                return len(text) if n is None else n
+
+        self._count_tokens = count_tokens
+        self.chunk_tokens = self.config.chunk_tokens or max(16, embedder.max_tokens - 32)
+        hnsw = {
+            "space": self.config.hnsw_space,
+            "ef_construction": self.config.hnsw_construction_ef,
+            "ef_search": self.config.hnsw_search_ef,
+            "max_neighbors": self.config.hnsw_m,
+        }
+        #: ``cache(url_or_key, content, ttl_days, source)``: outside information with an expiry.
+        self.cache = InformationCache(self, clock)
+        #: Removes expired entries for :meth:`purge_expired`; Memory makes it audited.
+        self.remove_expired: Callable[[str, Sequence[str]], int] = self.delete
+        self._collections: dict[str, Any] = {}
+        for name, spec in self.config.collections.items():
+            coll = client.get_or_create_collection(
+                name,
+                configuration={"hnsw": hnsw},
+                metadata={"purpose": spec.purpose or name},
+                embedding_function=None,
+            )
+            self._widen(coll)
+            self._collections[name] = coll
+
+    def _widen(self, coll: Any) -> None:
+        """Give an existing collection the configured search breadth, the one HNSW setting
+        that can change after creation (it applies from the next open). Chroma can find its
+        database busy at that moment ("database is locked"); the change then waits for the
+        next open rather than failing this one — it tunes recall, it stores nothing."""
+        current = (coll.configuration or {}).get("hnsw") or {}
+        if current.get("ef_search") in (None, self.config.hnsw_search_ef):
+            return
+        try:
+            coll.modify(configuration={"hnsw": {"ef_search": self.config.hnsw_search_ef}})
+        except Exception as exc:  # chromadb.errors.InternalError: the database was busy
+            if "locked" not in str(exc).lower():
+                raise
+
+    @property
+    def collections(self) -> list[str]:
+        """Names of the configured collections."""
+        return list(self._collections)
+
+    def _collection(self, name: Any) -> Any:
+        if not isinstance(name, str) or name not in self._collections:
+            raise UnknownCollectionError(name, list(self._collections))
+        return self._collections[name]
+
+    # -- writing -----------------------------------------------------------------------
+
+    def store(
+        self,
+        collection: str,
+        documents: Sequence[str],
+        metadatas: Sequence[Mapping[str, Any] | None] | None = None,
+        ids: Sequence[str] | None = None,
+        *,
+        agent_name: str = "",
+        scope: str | Sequence[str] | None = None,
+        expires_at: datetime | None = None,
+        embedded: Mapping[str, np.ndarray] | None = None,
+    ) -> list[str]:
+        """Upsert documents; return their ids (a hash of writer and content unless given).
+
+        Documents longer than the embedder's window are chunked on sentence boundaries with
+        overlap; storing a document again under the same id replaces it (and its chunks).
+        With ``expires_at`` the documents leave query results from that moment on (see
+        :class:`~omoide.layers.semantic.cache.InformationCache`). Everything is validated before
+        anything is
+        written. ``embedded`` holds vectors already made by :meth:`embed_chunks` (so that a
+        caller can embed outside its own locks); chunks missing from it are embedded here.
+        """
+        coll = self._collection(collection)
+        docs = self._check_documents(documents)
+        metas = check_list("metadatas", metadatas, length=len(docs))
+        clean_metas = [check_metadata(f"metadatas[{i}]", m) for i, m in enumerate(metas)]
+        for i, meta in enumerate(clean_metas):
+            subject = meta.get("subject")
+            if subject is not None and (not isinstance(subject, str) or not subject.strip()):
+                raise ValidationError(f"metadatas[{i}].subject", "expected a non-empty string")
+        owner = "" if agent_name == "" else check_name("agent_name", agent_name)
+        if ids is None:
+            doc_ids = self._default_ids(collection, docs, owner)
+        else:
+            doc_ids = check_names("ids", ids, length=len(docs))
+            if any("#" in x for x in doc_ids):
+                raise ValidationError("ids", "ids may not contain '#' (it separates chunks)")
+            if len(set(doc_ids)) != len(doc_ids):
+                raise ValidationError("ids", "the same id appears twice in one call")
+        # Identical documents under hashed ids are one document: keep the last metadata.
+        unique: dict[str, tuple[str, dict[str, Any]]] = {}
+        for doc_id, doc, meta in zip(doc_ids, docs, clean_metas, strict=True):
+            unique[doc_id] = (doc, meta)
+        scope_value = normalize_scope(self._default_scope if scope is None else scope)
+        expires = None
+        if expires_at is not None:
+            expires = to_timestamp(check_datetime("expires_at", expires_at))
+        self._check_capacity(collection, list(unique))
+        self._check_protected_overwrite(collection, unique)
+
+        now = to_timestamp(self._clock.now())
+        plans = []
+        for doc_id, (doc, meta) in unique.items():
+            chunks = self.chunk(doc)
+            protected = bool(self._protection and self._protection(collection, meta))
+            plans.append((doc_id, doc, meta, chunks, protected))
+        vectors = self._chunk_vectors([c for p in plans for c in p[3]], embedded or {})
+
+        with self._db.transaction() as conn:
+            for doc_id, doc, meta, chunks, protected in plans:
+                conn.execute(
+                    "INSERT INTO semantic_docs(collection, id, content, metadata, content_hash, "
+                    "chunk_count, agent_name, scope, state, protected, expires_at, created_at, "
+                    "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?) "
+                    "ON CONFLICT(collection, id) DO UPDATE SET content=excluded.content, "
+                    "metadata=excluded.metadata, content_hash=excluded.content_hash, "
+                    "chunk_count=MAX(semantic_docs.chunk_count, excluded.chunk_count), "
+                    "agent_name=excluded.agent_name, scope=excluded.scope, state='pending', "
+                    "protected=MAX(semantic_docs.protected, excluded.protected), "
+                    "archived_at=NULL, compressed_at=NULL, expires_at=excluded.expires_at, "
+                    "updated_at=excluded.updated_at",
+                    (
+                        collection,
+                        doc_id,
+                        doc,
+                        json.dumps(meta, ensure_ascii=False),
+                        hashlib.sha256(doc.encode()).hexdigest(),
+                        len(chunks),
+                        owner,
+                        scope_value,
+                        int(protected),
+                        expires,
+                        now,
+                        now,
+                    ),
+                )
+            superseded = [
+                old
+                for doc_id, _doc, meta, _chunks, _protected in plans
+                for old in self._supersede(conn, collection, doc_id, meta, scope_value, now)
+            ]
+        self._write_chunks(coll, collection, plans, vectors, owner, scope_value, now, expires)
+        self._flag_superseded(collection, superseded)
+        return list(unique)
+
+    def _default_ids(self, collection: str, docs: Sequence[str], owner: str) -> list[str]:
+        """The default ids of ``docs`` for ``owner``: :func:`content_id`, except that a
+        document the same owner stored before ids included the writer keeps its old id
+        (so storing it again still replaces it instead of adding a copy)."""
+        ids = [content_id(d, owner) for d in docs]
+        if owner == "":
+            return ids
+        legacy = [content_id(d) for d in docs]
+        kept = {
+            r["id"] for r in self._registry.rows(collection, legacy) if r["agent_name"] == owner
+        }
+        return [old if old in kept else new for old, new in zip(legacy, ids, strict=True)]
+
+    def embed_chunks(self, collection: str, documents: Sequence[str]) -> dict[str, np.ndarray]:
+        """The vectors :meth:`store` would compute for ``documents``, by chunk text: the slow
+        part of a store, which needs no lock."""
+        self._collection(collection)
+        chunks = list(
+            dict.fromkeys(c for d in self._check_documents(documents) for c in self.chunk(d))
+        )
+        return dict(zip(chunks, self._embedder.embed_passages(chunks), strict=True))
+
+    def _chunk_vectors(
+        self, chunks: Sequence[str], embedded: Mapping[str, np.ndarray]
+    ) -> np.ndarray:
+        """Vectors of ``chunks`` in order, from ``embedded`` where it has them."""
+        missing = list(dict.fromkeys(c for c in chunks if c not in embedded))
+        fresh = dict(zip(missing, self._embedder.embed_passages(missing), strict=True))
+        if not chunks:
+            return np.zeros((0, self._embedder.dimension), dtype=np.float32)
+        return np.stack([fresh[c] if c in fresh else embedded[c] for c in chunks])
+
+    def _supersede(
+        self,
+        conn: Any,
+        collection: str,
+        doc_id: str,
+        meta: Mapping[str, Any],
+        scope: str,
+        now: float,
+    ) -> list[str]:
+        """Make ``doc_id`` the current version of its ``subject``; return the ids it supersedes.
+
+        A document whose metadata has a ``subject`` supersedes every current document with the
+        same subject in the same collection and scope *written by the same owner*: they get
+        ``superseded_by`` and ``superseded_at``, and rank after current versions in queries.
+        Each owner has its own version chain, so a subject that two agents (an admin
+        included) both use gives two current facts, never a takeover of another agent's
+        fact (which the ``superseded_decisions`` policy would archive). Runs inside the
+        registration transaction, so a crash leaves both or neither.
+        """
+        owner = conn.execute(
+            "SELECT agent_name FROM semantic_docs WHERE collection=? AND id=?", (collection, doc_id)
+        ).fetchone()["agent_name"]
+        subject = meta.get("subject")
+        if not isinstance(subject, str):
+            conn.execute(
+                "UPDATE semantic_docs SET subject=NULL, version=NULL WHERE collection=? AND id=?",
+                (collection, doc_id),
+            )
+            return []
+        row = conn.execute(
+            "SELECT subject, version, superseded_by FROM semantic_docs WHERE collection=? AND id=?",
+            (collection, doc_id),
+        ).fetchone()
+        if row["subject"] == subject and row["superseded_by"] is None and row["version"]:
+            version = int(row["version"])
+        else:
+            latest = conn.execute(
+                "SELECT MAX(version) FROM semantic_docs WHERE collection=? AND subject=? "
+                "AND scope=? AND agent_name=?",
+                (collection, subject, scope, owner),
+            ).fetchone()[0]
+            version = int(latest or 0) + 1
+        conn.execute(
+            "UPDATE semantic_docs SET subject=?, version=?, superseded_by=NULL, "
+            "superseded_at=NULL WHERE collection=? AND id=?",
+            (subject, version, collection, doc_id),
+        )
+        older = [
+            r[0]
+            for r in conn.execute(
+                "SELECT id FROM semantic_docs WHERE collection=? AND subject=? AND scope=? "
+                "AND agent_name=? AND id != ? AND superseded_by IS NULL",
+                (collection, subject, scope, owner, doc_id),
+            )
+        ]
+        conn.executemany(
+            "UPDATE semantic_docs SET superseded_by=?, superseded_at=? WHERE collection=? AND id=?",
+            [(doc_id, now, collection, old) for old in older],
+        )
+        return older
+
+    def _flag_superseded(self, collection: str, doc_ids: Sequence[str]) -> None:
+        """Mirror ``superseded_by`` into the chunks' ``_current`` flag (SQLite stays the truth:
+        :meth:`query` reads it from the registry)."""
+        chunk_ids = [
+            f"{r['id']}#{i}"
+            for r in self._registry.rows(collection, doc_ids)
+            if r["state"] in ("active", "compressed")
+            for i in range(int(r["chunk_count"]))
+        ]
+        if chunk_ids:
+            with chroma_errors("ids"):
+                self._collection(collection).update(
+                    ids=chunk_ids, metadatas=[{"_current": False}] * len(chunk_ids)
+                )
+
+    def _write_chunks(
+        self,
+        coll: Any,
+        collection: str,
+        plans: Sequence[tuple[str, str, dict[str, Any], list[str], bool]],
+        vectors: np.ndarray,
+        owner: str,
+        scope: str,
+        now: float,
+        expires: float | None = None,
+    ) -> None:
+        """Replace the chunks of these documents in Chroma, then mark the documents active."""
+        expiry: dict[str, Any] = {} if expires is None else {"_expiring": True, "_expires": expires}
+        chunk_ids: list[str] = []
+        chunk_docs: list[str] = []
+        chunk_metas: list[dict[str, Any]] = []
+        stale: list[str] = []
+        for doc_id, _doc, meta, chunks, _protected in plans:
+            row = self._db.query_one(
+                "SELECT chunk_count, superseded_by FROM semantic_docs WHERE collection=? AND id=?",
+                (collection, doc_id),
+            )
+            previous = int(row["chunk_count"]) if row is not None else 0
+            current = row is None or row["superseded_by"] is None
+            # Chroma's upsert merges metadata into an existing chunk, which would keep keys
+            # the new version no longer has: drop every earlier chunk, then write afresh.
+            stale.extend(f"{doc_id}#{i}" for i in range(previous))
+            for i, chunk in enumerate(chunks):
+                chunk_ids.append(f"{doc_id}#{i}")
+                chunk_docs.append(chunk)
+                chunk_metas.append(
+                    {
+                        **meta,
+                        **reader_flags(owner, scope),
+                        "_doc": doc_id,
+                        "_chunk": i,
+                        "_chunks": len(chunks),
+                        "_created": now,
+                        "_current": current,
+                        **expiry,
+                    }
+                )
+        with chroma_errors("metadatas"):
+            for start in range(0, len(stale), 1000):
+                coll.delete(ids=stale[start : start + 1000])
+            for start in range(0, len(chunk_ids), 1000):
+                end = start + 1000
+                coll.upsert(
+                    ids=chunk_ids[start:end],
+                    documents=chunk_docs[start:end],
+                    metadatas=chunk_metas[start:end],
+                    embeddings=vectors[start:end],
+                )
+        with self._db.transaction() as conn:
+            conn.executemany(
+                "UPDATE semantic_docs SET chunk_count=?, state=CASE WHEN compressed_at IS NULL "
+                "THEN 'active' ELSE 'compressed' END WHERE collection=? AND id=?",
+                [(len(p[3]), collection, p[0]) for p in plans],
+            )
+
+    def recover(self) -> int:
+        """Complete operations a crash interrupted; return how many documents it touched.
+
+        Documents left *pending* are written to Chroma; documents left *archiving* or
+        *deleting* have their chunks removed and reach *archived* or leave the registry.
+        """
+        rows = self._db.query(
+            "SELECT collection, id FROM semantic_docs "
+            "WHERE state IN ('pending', 'archiving', 'deleting')"
+        )
+        by_collection: dict[str, list[str]] = {}
+        for row in rows:
+            by_collection.setdefault(row["collection"], []).append(row["id"])
+        for collection, ids in by_collection.items():
+            if collection in self._collections:
+                self.settle(collection, ids)
+        return len(rows)
+
+    def settle(self, collection: str, doc_ids: Sequence[str]) -> None:
+        """Bring Chroma in line with registry rows left in a transitional state.
+
+        The registry changes first (in SQLite, where the never-forget triggers check it),
+        Chroma follows, and the final state is recorded last: ``pending`` → chunks written →
+        ``active`` (or ``compressed``); ``archiving`` → chunks removed → ``archived``;
+        ``deleting`` → chunks removed → row removed. Every step can be repeated safely.
+        """
+        coll = self._collection(collection)
+        for row in self._registry.rows(collection, doc_ids):
+            state = row["state"]
+            if state == "pending":
+                chunks = self.chunk(row["content"])
+                plan = (
+                    row["id"],
+                    row["content"],
+                    json.loads(row["metadata"]),
+                    chunks,
+                    bool(row["protected"]),
+                )
+                vectors = self._embedder.embed_passages(chunks)
+                self._write_chunks(
+                    coll,
+                    collection,
+                    [plan],
+                    vectors,
+                    row["agent_name"],
+                    row["scope"],
+                    float(row["created_at"]),
+                    row["expires_at"],
+                )
+            elif state in ("archiving", "deleting"):
+                chunk_ids = [f"{row['id']}#{i}" for i in range(int(row["chunk_count"]))]
+                if chunk_ids:
+                    with chroma_errors("ids"):
+                        coll.delete(ids=chunk_ids)
+                with self._db.transaction() as conn:
+                    if state == "archiving":
+                        conn.execute(
+                            "UPDATE semantic_docs SET state='archived' "
+                            "WHERE collection=? AND id=? AND state='archiving'",
+                            (collection, row["id"]),
+                        )
+                    else:
+                        conn.execute(
+                            "DELETE FROM semantic_docs WHERE collection=? AND id=? "
+                            "AND state='deleting'",
+                            (collection, row["id"]),
+                        )
+
+    def delete(self, collection: str, ids: Sequence[str]) -> int:
+        """Delete documents (and their chunks); return how many existed.
+
+        Never-forget documents are refused with :class:`ProtectedMemoryError` and then nothing
+        is deleted.
+        """
+        self._collection(collection)
+        doc_ids = check_names("ids", ids)
+        rows = self._registry.rows(collection, doc_ids)
+        protected = [r["id"] for r in rows if r["protected"]]
+        if protected:
+            raise ProtectedMemoryError(
+                f"document {protected[0]!r} in {collection!r} is protected by a never-forget "
+                "rule and cannot be deleted"
+            )
+        # The registry first: the never-forget trigger refuses a protected row here even if
+        # the check above were bypassed, and a crash leaves a *deleting* row that recover()
+        # completes rather than chunks without a registry row.
+        with self._db.transaction() as conn:
+            conn.executemany(
+                "UPDATE semantic_docs SET state='deleting' WHERE collection=? AND id=?",
+                [(collection, r["id"]) for r in rows],
+            )
+        self.settle(collection, [r["id"] for r in rows])
+        return len(rows)
+
+    # -- reading -----------------------------------------------------------------------
+
+    def query(
+        self,
+        collection: str,
+        query_text: str,
+        n_results: int = 5,
+        where: Mapping[str, Any] | None = None,
+        where_document: Mapping[str, Any] | None = None,
+        *,
+        reader: str | None = None,
+        reader_teams: Iterable[str] = (),
+        dedupe: bool = True,
+        touch: bool = True,
+        current_first: bool = True,
+        author: str | None = None,
+        ids: Sequence[str] | None = None,
+    ) -> list[QueryHit]:
+        """The chunks most similar to ``query_text``, nearest first.
+
+        ``where`` filters on metadata and ``where_document`` on text, as in ChromaDB;
+        ``author`` keeps the documents that agent wrote, ``ids`` the documents with these ids.
+        ``reader`` limits results to what that agent may read; filters cannot widen it. With
+        ``dedupe`` (default) each document appears once, as its best chunk. Current versions
+        rank before superseded ones unless ``current_first`` is False.
+        """
+        coll = self._collection(collection)
+        query_text = check_text("query_text", query_text, max_chars=100_000)
+        n_results = check_positive_int("n_results", n_results, maximum=10_000)
+        clauses: list[dict[str, Any]] = []
+        if where is not None:
+            clauses.append(check_where(where, "where", FIELD_OPERATORS | WHERE_OPERATORS))
+        if reader is not None:
+            clauses.append(reader_where(check_name("reader", reader), reader_teams))
+        if author is not None:
+            clauses.append({"_agent": check_name("author", author)})
+        if ids is not None:
+            wanted = check_names("ids", ids)
+            if not wanted:
+                return []
+            clauses.append({"_doc": {"$in": wanted}})
+        expiry = self._expiry_where(collection)
+        if expiry is not None:
+            clauses.append(expiry)
+        doc_filter = None
+        if where_document is not None:
+            doc_filter = check_where(where_document, "where_document", DOC_OPERATORS)
+        combined = clauses[0] if len(clauses) == 1 else ({"$and": clauses} if clauses else None)
+        vector = self._embedder.embed_query(query_text)
+        # HNSW is approximate: in a large collection full of near-duplicates a narrow search
+        # misses the nearest document. ``hnsw_search_ef`` sets its breadth; asking for at
+        # least QUERY_FETCH_FLOOR neighbours also leaves room for the dead and the duplicate
+        # chunks dropped below.
+        fetch = min(10_000, max(QUERY_FETCH_FLOOR, n_results * 4 if dedupe else n_results))
+        try:
+            with chroma_errors("where"):
+                raw = coll.query(
+                    query_embeddings=[vector],
+                    n_results=fetch,
+                    where=combined,
+                    where_document=doc_filter,
+                    include=["documents", "metadatas", "distances"],
+                )
+        except ValidationError as exc:  # Chroma's own validation of filters (a bad regex)
+            about = exc.message.lower()
+            field = "where_document" if "regex" in about or "document" in about else "where"
+            raise ValidationError(field, exc.message) from None
+        live = self._registry.live_versions(
+            collection,
+            [
+                str((m or {}).get("_doc", c.split("#")[0]))
+                for c, m in zip(raw["ids"][0], raw["metadatas"][0], strict=True)
+            ],
+        )
+        hits: list[QueryHit] = []
+        seen: set[str] = set()
+        for cid, doc, meta, dist in zip(
+            raw["ids"][0],
+            raw["documents"][0],
+            raw["metadatas"][0],
+            raw["distances"][0],
+            strict=True,
+        ):
+            meta = dict(meta or {})
+            doc_id = str(meta.get("_doc", cid.split("#")[0]))
+            if doc_id not in live or (dedupe and doc_id in seen):
+                continue
+            seen.add(doc_id)
+            hits.append(
+                QueryHit(
+                    id=cid,
+                    document=doc or "",
+                    metadata=public_metadata(meta),
+                    distance=float(dist),
+                    collection=collection,
+                    doc_id=doc_id,
+                    chunk_index=int(meta.get("_chunk", 0)),
+                    current=live[doc_id],
+                )
+            )
+        hits.sort(key=lambda h: (current_first and not h.current, h.distance))
+        hits = hits[:n_results]
+        if touch and hits:
+            self._registry.touch(collection, [h.doc_id for h in hits])
+        return hits
+
+    def search_text(
+        self,
+        collection: str,
+        query_text: str,
+        *,
+        limit: int = 20,
+        among: Sequence[str] | None = None,
+        reader: str | None = None,
+        reader_teams: Iterable[str] = (),
+    ) -> dict[str, float]:
+        """The searchable documents of ``collection`` that share words with ``query_text``,
+        each with its BM25 score (higher is better), best first: the ``limit`` best, of
+        those with ids in ``among`` if given.
+
+        Words are analysed as for episodes (:mod:`omoide.text.fulltext`): Japanese as character
+        bigrams, English stemmed. Embeddings place "Q1 budget" and "Q1 priority" close
+        together; full text tells them apart.
+        """
+        wanted = None if among is None else check_names("among", among)
+        expression, limit, reader = self._words_asked(collection, query_text, limit, reader)
+        if expression is None:
+            return {}
+        return self._registry.search_text(
+            collection,
+            expression,
+            limit=limit,
+            among=wanted,
+            reader=reader,
+            reader_teams=reader_teams,
+        )
+
+    def archived_versions(
+        self,
+        collection: str,
+        query_text: str,
+        *,
+        limit: int = 3,
+        reader: str | None = None,
+        reader_teams: Iterable[str] = (),
+    ) -> list[SemanticDocument]:
+        """Archived earlier versions of facts that are still current (their subject has a
+        searchable version) sharing words with ``query_text``, best first: archiving takes
+        a version out of vector search, but a question may be worded like it (asked in
+        Japanese about a fact restated in English), and the router lends its match to the
+        current version."""
+        expression, limit, reader = self._words_asked(collection, query_text, limit, reader)
+        if expression is None:
+            return []
+        return self._registry.archived_versions(
+            collection, expression, limit=limit, reader=reader, reader_teams=reader_teams
+        )
+
+    def _words_asked(
+        self, collection: str, query_text: Any, limit: Any, reader: Any
+    ) -> tuple[str | None, int, str | None]:
+        """The checked arguments of a full-text search: its FTS5 expression (None: the
+        query has no words), limit and reader."""
+        self._collection(collection)
+        query_text = check_text("query_text", query_text, max_chars=100_000, allow_empty=True)
+        limit = check_positive_int("limit", limit, maximum=10_000)
+        reader = None if reader is None else check_name("reader", reader)
+        return match_expression(query_text), limit, reader
+
+    def get(
+        self,
+        collection: str,
+        doc_id: str,
+        *,
+        reader: str | None = None,
+        reader_teams: Iterable[str] = (),
+    ) -> SemanticDocument:
+        """The whole document with this id (NotFoundError if absent or not visible)."""
+        self._collection(collection)
+        check_name("id", doc_id)
+        found = self._registry.get(collection, doc_id, reader, reader_teams)
+        if found is None:
+            raise NotFoundError("document", f"{collection}/{doc_id}")
+        return found
+
+    def chunk(self, text: str) -> list[str]:
+        """The chunks :meth:`store` would write for ``text``."""
+        return chunk_text(
+            text,
+            max_tokens=self.chunk_tokens,
+            overlap_tokens=self.config.chunk_overlap_tokens,
+            count=self._count_tokens,
+        )
+
+    def purge_expired(self, collection: str | None = None) -> int:
+        """Delete expired documents (all collections unless one is named); return how many.
+
+        Expiry is the contract a cached entry was stored with, so expired entries are deleted,
+        not archived (through :attr:`remove_expired`: in a Memory, each one is audited with
+        policy ``cache_expiry``). Never-forget (protected) documents are kept: they only
+        leave results.
+        """
+        names = self.collections if collection is None else [collection]
+        for name in names:
+            self._collection(name)
+        now = to_timestamp(self._clock.now())
+        removed = 0
+        for name in names:
+            ids = [
+                r["id"]
+                for r in self._db.query(
+                    "SELECT id FROM semantic_docs WHERE collection=? AND expires_at IS NOT NULL "
+                    "AND expires_at <= ? AND protected=0 AND state='active'",
+                    (name, now),
+                )
+            ]
+            for start in range(0, len(ids), 500):
+                removed += self.remove_expired(name, ids[start : start + 500])
+        return removed
+
+    def _expiry_where(self, collection: str) -> dict[str, Any] | None:
+        """A filter hiding expired chunks, or None when the collection holds none (the norm)."""
+        now = to_timestamp(self._clock.now())
+        expired = self._db.scalar(
+            "SELECT 1 FROM semantic_docs WHERE collection=? AND expires_at IS NOT NULL "
+            "AND expires_at <= ? LIMIT 1",
+            (collection, now),
+        )
+        if expired is None:
+            return None
+        # ``$ne`` also matches chunks without the key: documents that never expire.
+        return {"$or": [{"_expiring": {"$ne": True}}, {"_expires": {"$gt": now}}]}
+
+    # -- collection policies ----------------------------------------------------------------
+
+    def collection_stats(self) -> list[CollectionStats]:
+        """Each collection's declared purpose, retention and cap beside its current usage."""
+        counts = self._registry.counts()
+        expired = self._registry.expired_counts()
+        stats = []
+        for name, spec in self.config.collections.items():
+            stats.append(
+                CollectionStats(
+                    name=name,
+                    purpose=spec.purpose or name,
+                    retention_days=spec.retention_days,
+                    max_docs=spec.max_docs,
+                    on_full=spec.on_full,
+                    update_freq=spec.update_freq,
+                    documents=counts.get((name, "active"), 0),
+                    pending=counts.get((name, "pending"), 0),
+                    archived=counts.get((name, "archived"), 0),
+                    compressed=counts.get((name, "compressed"), 0),
+                    expired=expired.get(name, 0),
+                    chunks=self.count_chunks(name),
+                )
+            )
+        return stats
+
+    def documents(
+        self,
+        collection: str,
+        *,
+        limit: int = 100,
+        offset: int = 0,
+        reader: str | None = None,
+        reader_teams: Iterable[str] = (),
+        state: str = "active",
+    ) -> list[SemanticDocument]:
+        """Documents of a collection, newest first."""
+        self._collection(collection)
+        check_positive_int("limit", limit)
+        return self._registry.documents(
+            collection,
+            limit=limit,
+            offset=max(0, int(offset)),
+            reader=reader,
+            reader_teams=reader_teams,
+            state=state,
+        )
+
+    def touch(self, collection: str, doc_ids: Sequence[str]) -> None:
+        """Count one access of each document (a ranker outside :meth:`query` returned it)."""
+        self._collection(collection)
+        self._registry.touch(
+            collection, [check_name(f"doc_ids[{i}]", d) for i, d in enumerate(doc_ids)]
+        )
+
+    def current_subjects(self, collection: str) -> list[str]:
+        """The subjects of ``collection`` that have a live current version, sorted."""
+        self._collection(collection)
+        return self._registry.current_subjects(collection)
+
+    def authors(self, collection: str) -> list[str]:
+        """The agents that wrote the searchable documents of ``collection``, sorted."""
+        self._collection(collection)
+        return self._registry.authors(collection)
+
+    def count(self, collection: str, *, state: str = "active") -> int:
+        """Number of documents (not chunks) in a collection."""
+        self._collection(collection)
+        return self._registry.count(collection, state)
+
+    def count_chunks(self, collection: str) -> int:
+        """Number of chunks ChromaDB holds for a collection."""
+        coll = self._collection(collection)
+        with chroma_errors("collection"):
+            return int(coll.count())
+
+    # -- helpers -----------------------------------------------------------------------
+
+    def _check_documents(self, documents: Any) -> list[str]:
+        if isinstance(documents, str) or not isinstance(documents, Sequence):
+            raise ValidationError("documents", "expected a list of strings")
+        if not documents:
+            raise ValidationError("documents", "must not be empty")
+        if len(documents) > 100_000:
+            raise ValidationError("documents", "at most 100,000 documents per call")
+        return [
+            check_text(f"documents[{i}]", d, max_chars=self.config.max_document_chars)
+            for i, d in enumerate(documents)
+        ]
+
+    def _check_capacity(self, collection: str, doc_ids: Sequence[str]) -> None:
+        spec = self.config.collections[collection]
+        existing = {r["id"] for r in self._registry.rows(collection, doc_ids)}
+        new = len([d for d in doc_ids if d not in existing])
+        count = self.count(collection) + self.count(collection, state="pending")
+        if new and count + new > spec.max_docs and spec.on_full == "refuse":
+            raise CapacityError(
+                f"collection {collection!r} holds {count:,} of {spec.max_docs:,} documents; "
+                f"{new:,} more would exceed its cap (rule: refuse)"
+            )
+
+    def _check_protected_overwrite(
+        self, collection: str, docs: Mapping[str, tuple[str, dict[str, Any]]]
+    ) -> None:
+        for row in self._registry.rows(collection, list(docs)):
+            if row["protected"] and docs[row["id"]][0] != row["content"]:
+                raise ProtectedMemoryError(
+                    f"document {row['id']!r} in {collection!r} is protected by a never-forget "
+                    "rule; its content cannot be replaced (store a new document instead)"
+                )

@@ -1,0 +1,482 @@
+"""Layer 1: working memory (CAG).
+
+A :class:`WorkingMemory` is the context an agent keeps at hand during one session, in the
+article's six slots, each with a token budget:
+
+==============  ======  ==========================================================
+slot            budget  holds
+==============  ======  ==========================================================
+system           2,000  the system prompt
+active_task      1,000  the task at hand
+constraints      1,000  active instructions and constraints
+recent_msgs     20,000  the conversation, oldest first
+pinned           4,000  items pinned with :meth:`WorkingMemory.pin` (always kept)
+scratchpad       4,000  temporary notes
+==============  ======  ==========================================================
+
+Budgets are for ``max_tokens=32000`` and scale with it. Adding a message past the
+``recent_msgs`` budget evicts the oldest unpinned messages; an evicted message whose
+importance is above 0.7 is first recorded in the episodic store (so it is never lost), and
+every eviction is reported in the return value of :meth:`WorkingMemory.add_message`.
+Everything is written to SQLite as it changes, so a session reopened in another process
+finds the same state. Tokens are counted once, when content arrives.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from datetime import timedelta
+from typing import Any
+
+from omoide.clock import Clock, from_timestamp, to_timestamp
+from omoide.core.config import SLOTS, WorkingConfig
+from omoide.core.ids import keyed_digest
+from omoide.core.models import Message, Pin
+from omoide.core.validation import check_json_mapping, check_name, check_text, check_unit_interval
+from omoide.errors import NotFoundError, TokenBudgetError, ValidationError
+from omoide.providers.tokens import TokenCounter
+from omoide.storage import Database
+
+__all__ = ["Eviction", "WorkingMemory"]
+
+MAX_CONTENT_CHARS = 1_000_000
+TEXT_SLOTS = ("system", "active_task", "constraints", "scratchpad")
+
+#: Called with (agent_name, session_id, message) for an important evicted message;
+#: returns the id of the episode that now holds it.
+Promoter = Callable[[str, str, Message], str]
+
+
+@dataclass(frozen=True)
+class Eviction:
+    """A message that left working memory, and the episode it went to (if any)."""
+
+    message: Message
+    episode_id: str | None
+
+    @property
+    def promoted(self) -> bool:
+        return self.episode_id is not None
+
+
+def scaled_budgets(config: WorkingConfig, max_tokens: int) -> dict[str, int]:
+    """Slot budgets scaled so that they sum to at most ``max_tokens``."""
+    total = sum(config.slot_budgets.values())
+    return {slot: max(1, config.slot_budgets[slot] * max_tokens // total) for slot in SLOTS}
+
+
+def promoted_episode_id(
+    agent_name: str, session_id: str, message_id: int, secret: bytes, attempt: int = 0
+) -> str:
+    """Id of the episode an evicted message becomes: deterministic, so re-evicting the same
+    message (after a crash) is idempotent, and keyed by the directory's ``secret``, so no
+    agent can compute the id of another agent's message (message ids are one sequence every
+    agent sees). ``attempt`` gives the next candidate when an id is already taken by
+    something that is not this message."""
+    parts = [agent_name, session_id, str(message_id)]
+    if attempt:
+        parts.append(str(attempt))
+    return f"wm-{keyed_digest(secret, *parts)[:24]}"
+
+
+class WorkingMemory:
+    """One agent's working memory for one session; obtain it with ``Memory.working()``."""
+
+    def __init__(
+        self,
+        db: Database,
+        *,
+        agent_name: str,
+        session_id: str,
+        max_tokens: int | None,
+        config: WorkingConfig,
+        counter: TokenCounter,
+        clock: Clock,
+        promote: Promoter | None = None,
+    ) -> None:
+        self.agent_name = check_name("agent_name", agent_name)
+        self.session_id = check_name("session_id", session_id)
+        self._db = db
+        self._config = config
+        self._counter = counter
+        self._clock = clock
+        self._promote = promote
+        self._lock = threading.RLock()
+        self._load_or_create(max_tokens)
+
+    # -- state ------------------------------------------------------------------------
+
+    def _load_or_create(self, max_tokens: int | None) -> None:
+        key = (self.agent_name, self.session_id)
+        row = self._db.query_one(
+            "SELECT max_tokens, slots FROM working_sessions WHERE agent_name=? AND session_id=?",
+            key,
+        )
+        if row is None:
+            limit = max_tokens if max_tokens is not None else self._config.max_tokens
+            self.max_tokens = _check_max_tokens(limit)
+            now = to_timestamp(self._clock.now())
+            with self._db.transaction() as conn:
+                conn.execute(
+                    "INSERT INTO working_sessions(agent_name, session_id, max_tokens, slots, "
+                    "created_at, updated_at) VALUES (?, ?, ?, '{}', ?, ?)",
+                    (*key, self.max_tokens, now, now),
+                )
+            self._slots: dict[str, tuple[str, int]] = {}
+        else:
+            stored = int(row["max_tokens"])
+            if max_tokens is not None and _check_max_tokens(max_tokens) != stored:
+                self._resize(stored, max_tokens)
+            self.max_tokens = max_tokens if max_tokens is not None else stored
+            raw = json.loads(row["slots"])
+            self._slots = {k: (v[0], int(v[1])) for k, v in raw.items()}
+        self.budgets = scaled_budgets(self._config, self.max_tokens)
+        self._messages = [
+            _message(r)
+            for r in self._db.query(
+                "SELECT * FROM working_messages WHERE agent_name=? AND session_id=? ORDER BY id",
+                key,
+            )
+        ]
+        self._pins = {
+            r["key"]: Pin(
+                r["key"],
+                r["content"],
+                r["reason"],
+                from_timestamp(r["pinned_at"]),
+                int(r["tokens"]),
+            )
+            for r in self._db.query(
+                "SELECT * FROM working_pins WHERE agent_name=? AND session_id=? ORDER BY pinned_at",
+                key,
+            )
+        }
+        # A session reopened with a smaller max_tokens sheds messages now, as overflow does.
+        self.resize_evictions = self._evict_over_budget()
+
+    def _resize(self, old: int, new: int) -> None:
+        budgets = scaled_budgets(self._config, new)
+        # A smaller session must still hold its pins and text slots; messages are evicted below.
+        pinned = int(
+            self._db.scalar(
+                "SELECT COALESCE(SUM(tokens), 0) FROM working_pins "
+                "WHERE agent_name=? AND session_id=?",
+                (self.agent_name, self.session_id),
+            )
+        )
+        if pinned > budgets["pinned"]:
+            raise TokenBudgetError(
+                "max_tokens",
+                f"{new} is too small for this session's pins ({pinned} tokens); unpin first",
+            )
+        with self._db.transaction() as conn:
+            conn.execute(
+                "UPDATE working_sessions SET max_tokens=? WHERE agent_name=? AND session_id=?",
+                (new, self.agent_name, self.session_id),
+            )
+
+    @property
+    def messages(self) -> list[Message]:
+        """The messages in the ``recent_msgs`` slot, oldest first."""
+        with self._lock:
+            return list(self._messages)
+
+    @property
+    def pins(self) -> list[Pin]:
+        """Pinned items, in pinning order."""
+        with self._lock:
+            return list(self._pins.values())
+
+    def get_slot(self, name: str) -> str | None:
+        """The text of a text slot (system, active_task, constraints, scratchpad)."""
+        _check_text_slot(name)
+        with self._lock:
+            entry = self._slots.get(name)
+            return entry[0] if entry else None
+
+    def slot_tokens(self) -> dict[str, int]:
+        """Tokens used per slot."""
+        with self._lock:
+            used = {slot: self._slots.get(slot, ("", 0))[1] for slot in TEXT_SLOTS}
+            used["recent_msgs"] = sum(m.tokens for m in self._messages)
+            used["pinned"] = sum(p.tokens for p in self._pins.values())
+            return {slot: used[slot] for slot in SLOTS}
+
+    def total_tokens(self) -> int:
+        """Tokens held across all slots (content only; the headers of build_context are extra)."""
+        return sum(self.slot_tokens().values())
+
+    def recent(self, within: timedelta) -> list[Message]:
+        """Messages added in the last ``within`` (by the injected clock)."""
+        cutoff = self._clock.now() - within
+        with self._lock:
+            return [m for m in self._messages if m.created_at and m.created_at >= cutoff]
+
+    # -- changes -----------------------------------------------------------------------
+
+    def add_message(
+        self,
+        message: str | Mapping[str, Any] | Message,
+        *,
+        role: str | None = None,
+        importance: float | None = None,
+        pinned: bool | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> list[Eviction]:
+        """Append a message; evict the oldest unpinned ones while over budget.
+
+        ``message`` is text, a :class:`Message`, or a dict with ``content`` and optionally
+        ``role``, ``importance``, ``pinned`` and other keys (kept as metadata). Keyword
+        arguments override. Returns the evictions this caused: each evicted message with
+        importance above the promotion threshold was recorded as an episode first.
+        """
+        msg = self._coerce(message, role, importance, pinned, metadata)
+        tokens = self._counter.count(msg.content)
+        budget = self.budgets["recent_msgs"]
+        with self._lock:
+            pinned_tokens = sum(m.tokens for m in self._messages if m.pinned)
+            if tokens + pinned_tokens > budget:
+                raise TokenBudgetError(
+                    "message",
+                    f"{tokens} tokens do not fit the recent_msgs budget of {budget} "
+                    f"({pinned_tokens} held by pinned messages)",
+                )
+            now = self._clock.now()
+            with self._db.transaction() as conn:
+                cur = conn.execute(
+                    "INSERT INTO working_messages(agent_name, session_id, role, content, "
+                    "importance, pinned, tokens, metadata, created_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        self.agent_name,
+                        self.session_id,
+                        msg.role,
+                        msg.content,
+                        msg.importance,
+                        int(msg.pinned),
+                        tokens,
+                        json.dumps(dict(msg.metadata), ensure_ascii=False),
+                        to_timestamp(now),
+                    ),
+                )
+                self._touch(conn)
+            self._messages.append(replace(msg, id=cur.lastrowid, tokens=tokens, created_at=now))
+            return self._evict_over_budget()
+
+    def _evict_over_budget(self) -> list[Eviction]:
+        evictions: list[Eviction] = []
+        budget = self.budgets["recent_msgs"]
+        while sum(m.tokens for m in self._messages) > budget:
+            victim = next((m for m in self._messages if not m.pinned), None)
+            if victim is None:  # cannot happen: add_message checked pinned tokens
+                break
+            episode_id = None
+            if victim.importance > self._config.promote_threshold and self._promote is not None:
+                # Record first, delete after: a crash in between leaves the message in place,
+                # and the deterministic episode id makes the retry idempotent.
+                episode_id = self._promote(self.agent_name, self.session_id, victim)
+            with self._db.transaction() as conn:
+                conn.execute("DELETE FROM working_messages WHERE id=?", (victim.id,))
+                self._touch(conn)
+            self._messages.remove(victim)
+            evictions.append(Eviction(victim, episode_id))
+        return evictions
+
+    def pin(self, key: str, content: str, reason: str = "") -> Pin:
+        """Keep ``content`` in every context until unpinned; re-pinning a key replaces it."""
+        key = check_name("key", key)
+        content = check_text("content", content, max_chars=MAX_CONTENT_CHARS)
+        reason = check_text("reason", reason, max_chars=10_000, allow_empty=True)
+        tokens = self._counter.count(content)
+        with self._lock:
+            others = sum(p.tokens for k, p in self._pins.items() if k != key)
+            budget = self.budgets["pinned"]
+            if others + tokens > budget:
+                raise TokenBudgetError(
+                    "content",
+                    f"pinning {tokens} tokens would exceed the pinned budget of {budget} "
+                    f"({others} already pinned); unpin something first",
+                )
+            now = self._clock.now()
+            with self._db.transaction() as conn:
+                conn.execute(
+                    "INSERT INTO working_pins(agent_name, session_id, key, content, reason, "
+                    "tokens, pinned_at) VALUES (?, ?, ?, ?, ?, ?, ?) "
+                    "ON CONFLICT(agent_name, session_id, key) DO UPDATE SET "
+                    "content=excluded.content, reason=excluded.reason, tokens=excluded.tokens, "
+                    "pinned_at=excluded.pinned_at",
+                    (
+                        self.agent_name,
+                        self.session_id,
+                        key,
+                        content,
+                        reason,
+                        tokens,
+                        to_timestamp(now),
+                    ),
+                )
+                self._touch(conn)
+            pin = Pin(key, content, reason, now, tokens)
+            self._pins.pop(key, None)
+            self._pins[key] = pin
+            return pin
+
+    def unpin(self, key: str) -> Pin:
+        """Remove a pinned item and return it."""
+        key = check_name("key", key)
+        with self._lock:
+            if key not in self._pins:
+                raise NotFoundError("pin", key)
+            with self._db.transaction() as conn:
+                conn.execute(
+                    "DELETE FROM working_pins WHERE agent_name=? AND session_id=? AND key=?",
+                    (self.agent_name, self.session_id, key),
+                )
+                self._touch(conn)
+            return self._pins.pop(key)
+
+    def set_slot(self, name: str, value: str | None) -> None:
+        """Set a text slot (system, active_task, constraints, scratchpad); None clears it."""
+        _check_text_slot(name)
+        if value is not None:
+            value = check_text(name, value, max_chars=MAX_CONTENT_CHARS, allow_empty=True)
+        tokens = self._counter.count(value) if value else 0
+        if tokens > self.budgets[name]:
+            raise TokenBudgetError(
+                name, f"{tokens} tokens exceed the {name} budget of {self.budgets[name]}"
+            )
+        with self._lock:
+            slots = dict(self._slots)
+            if value:
+                slots[name] = (value, tokens)
+            else:
+                slots.pop(name, None)
+            with self._db.transaction() as conn:
+                conn.execute(
+                    "UPDATE working_sessions SET slots=? WHERE agent_name=? AND session_id=?",
+                    (json.dumps(slots, ensure_ascii=False), self.agent_name, self.session_id),
+                )
+                self._touch(conn)
+            self._slots = slots
+
+    def clear_messages(self) -> list[Eviction]:
+        """Evict every unpinned message (important ones are promoted, as on overflow)."""
+        with self._lock:
+            saved = self.budgets
+            self.budgets = {
+                **saved,
+                "recent_msgs": sum(m.tokens for m in self._messages if m.pinned),
+            }
+            try:
+                return self._evict_over_budget()
+            finally:
+                self.budgets = saved
+
+    def _touch(self, conn: Any) -> None:
+        conn.execute(
+            "UPDATE working_sessions SET updated_at=? WHERE agent_name=? AND session_id=?",
+            (to_timestamp(self._clock.now()), self.agent_name, self.session_id),
+        )
+
+    def _coerce(
+        self,
+        message: str | Mapping[str, Any] | Message,
+        role: str | None,
+        importance: float | None,
+        pinned: bool | None,
+        metadata: Mapping[str, Any] | None,
+    ) -> Message:
+        if isinstance(message, Message):
+            base = message
+        elif isinstance(message, str):
+            base = Message(content=message, importance=self._config.default_importance)
+        elif isinstance(message, Mapping):
+            extra = {
+                k: v
+                for k, v in message.items()
+                if k not in ("content", "role", "importance", "pinned", "metadata")
+            }
+            if "content" not in message:
+                raise ValidationError("message", "a message dict needs a 'content' key")
+            base = Message(
+                content=message["content"],
+                role=message.get("role", "user"),
+                importance=message.get("importance", self._config.default_importance),
+                pinned=message.get("pinned", False),
+                metadata={**dict(message.get("metadata") or {}), **extra},
+            )
+        else:
+            raise ValidationError(
+                "message", f"expected text, a dict or a Message, got {type(message).__name__}"
+            )
+        content = check_text("message.content", base.content, max_chars=MAX_CONTENT_CHARS)
+        role_value = check_name("message.role", role if role is not None else base.role)
+        imp = check_unit_interval(
+            "message.importance", importance if importance is not None else base.importance
+        )
+        pin_flag = pinned if pinned is not None else base.pinned
+        if not isinstance(pin_flag, bool):
+            raise ValidationError("message.pinned", "expected true or false")
+        meta = check_json_mapping(
+            "message.metadata", metadata if metadata is not None else base.metadata
+        )
+        return Message(
+            content=content, role=role_value, importance=imp, pinned=pin_flag, metadata=meta
+        )
+
+    # -- rendering ---------------------------------------------------------------------
+
+    def build_context(self) -> str:
+        """The slots rendered for an LLM, in the article's order, empty slots left out."""
+        with self._lock:
+            parts = []
+            for slot in SLOTS:
+                if slot == "recent_msgs":
+                    body = "\n".join(f"{m.role}: {m.content}" for m in self._messages)
+                elif slot == "pinned":
+                    body = "\n".join(
+                        f"- {p.key}: {p.content}" + (f" (pinned: {p.reason})" if p.reason else "")
+                        for p in self._pins.values()
+                    )
+                else:
+                    body = self._slots.get(slot, ("", 0))[0]
+                if body:
+                    parts.append(f"[{slot}]\n{body}")
+            return "\n\n".join(parts)
+
+    def __repr__(self) -> str:
+        return (
+            f"WorkingMemory(agent_name={self.agent_name!r}, session_id={self.session_id!r}, "
+            f"tokens={self.total_tokens()}/{self.max_tokens})"
+        )
+
+
+def _check_text_slot(name: str) -> None:
+    if name not in TEXT_SLOTS:
+        raise ValidationError(
+            "name",
+            f"unknown slot {name!r}; text slots are {', '.join(TEXT_SLOTS)} "
+            "(use add_message for recent_msgs and pin for pinned)",
+        )
+
+
+def _check_max_tokens(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < len(SLOTS):
+        raise ValidationError("max_tokens", f"expected an integer >= {len(SLOTS)}, got {value!r}")
+    return value
+
+
+def _message(row: Any) -> Message:
+    return Message(
+        content=row["content"],
+        role=row["role"],
+        importance=float(row["importance"]),
+        pinned=bool(row["pinned"]),
+        created_at=from_timestamp(row["created_at"]),
+        tokens=int(row["tokens"]),
+        metadata=json.loads(row["metadata"]),
+        id=int(row["id"]),
+    )

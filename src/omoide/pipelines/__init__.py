@@ -1,0 +1,1 @@
+"""What runs over the layers: lifecycle moves, forgetting, retention, distillation, the schedule."""

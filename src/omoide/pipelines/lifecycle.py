@@ -1,0 +1,696 @@
+"""Moving memories out of sight and back: delete, archive, compress, restore — audited.
+
+Every change is one SQLite transaction that also appends a row to the audit log, holding the
+item as it was (its snapshot, without the embedding). The never-forget triggers check the same
+transaction, so a protected item is refused before anything changes.
+
+* **archive** — the item leaves recall and search but stays in its table (state
+  ``archived``); :meth:`Lifecycle.restore` brings it back.
+* **compress** — the details are replaced by a summary (the first sentences, see
+  :func:`summarize`); the id, the original date and ``compressed_at`` are kept and the item
+  stays searchable by its summary. The snapshot in the audit log lets :meth:`Lifecycle.restore`
+  undo it.
+* **delete** — the item leaves its table; the audit row keeps its snapshot.
+
+Semantic documents also live in ChromaDB: the registry row moves first (``archiving``,
+``deleting`` or ``pending``), then :meth:`SemanticStore.settle` brings Chroma in line and
+records the final state, so a crash in between is completed when the store is next opened.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from omoide.clock import Clock, from_timestamp, to_timestamp
+from omoide.core.models import Episode
+from omoide.core.scope import reader_predicate
+from omoide.core.validation import check_datetime, check_name, check_positive_int
+from omoide.errors import NotFoundError, UnknownLayerError, ValidationError
+from omoide.layers.episodic.context_keys import refresh_keys, remove_keys
+from omoide.layers.episodic.store import EpisodicStore, _fts_body, embedding_text
+from omoide.layers.semantic.store import SemanticStore
+from omoide.providers.chunking import split_sentences
+from omoide.providers.embeddings import Embedder
+from omoide.storage import Database
+
+__all__ = ["ACTIONS", "AuditEntry", "Lifecycle", "summarize"]
+
+#: What a forgetting policy may do to an item.
+ACTIONS = ("delete", "archive", "compress")
+LAYERS = ("episodic", "semantic")
+
+
+def summarize(text: str, max_chars: int = 280) -> str:
+    """The leading sentences of ``text`` that fit in ``max_chars`` (an extractive summary).
+
+    Japanese and English sentence ends are recognised; a first sentence longer than the
+    budget is cut and marked with ``…``.
+    """
+    text = " ".join(text.split())
+    if len(text) <= max_chars:
+        return text
+    summary = ""
+    for sentence in split_sentences(text):
+        if len(summary) + len(sentence) > max_chars:
+            break
+        summary += sentence
+    summary = summary.strip()
+    if not summary:
+        summary = text[: max_chars - 1].rstrip() + "…"
+    return summary
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    """One row of the audit log."""
+
+    id: int
+    at: datetime
+    run_id: str
+    policy: str
+    layer: str
+    collection: str
+    item_id: str
+    action: str
+    reason: str
+    #: The item before the action (JSON values; no embedding).
+    snapshot: Mapping[str, Any]
+
+
+def _episode_snapshot(row: Any) -> dict[str, Any]:
+    snap = dict(row)  # sqlite3.Row: dict() reads it through keys()
+    snap.pop("rowid", None)
+    snap.pop("embedding", None)
+    for key in ("context", "tags", "refs"):
+        snap[key] = json.loads(snap[key])
+    return snap
+
+
+def _document_snapshot(row: Any) -> dict[str, Any]:
+    snap = dict(row)
+    snap.pop("rowid", None)
+    snap["metadata"] = json.loads(snap["metadata"])
+    return snap
+
+
+class Lifecycle:
+    """Delete, archive, compress and restore items of the episodic and semantic layers."""
+
+    def __init__(
+        self,
+        db: Database,
+        *,
+        episodic: EpisodicStore,
+        semantic: SemanticStore,
+        embedder: Embedder,
+        clock: Clock,
+        summary_chars: int = 280,
+    ) -> None:
+        self._db = db
+        self._episodic = episodic
+        self._semantic = semantic
+        self._embedder = embedder
+        self._clock = clock
+        self.summary_chars = summary_chars
+
+    # -- dispatch ------------------------------------------------------------------------
+
+    def apply(
+        self,
+        layer: str,
+        item_id: str,
+        action: str,
+        *,
+        collection: str = "",
+        policy: str,
+        reason: str,
+        run_id: str,
+    ) -> None:
+        """Perform ``action`` on one item and audit it (ProtectedMemoryError if protected)."""
+        audit = {"policy": policy, "reason": reason, "run_id": run_id}
+        if layer == "episodic":
+            {
+                "delete": self._delete_episode,
+                "archive": self._archive_episode,
+                "compress": self._compress_episode,
+            }[action](item_id, **audit)
+        elif layer == "semantic":
+            {
+                "delete": self._delete_document,
+                "archive": self._archive_document,
+                "compress": self._compress_document,
+            }[action](collection, item_id, **audit)
+        else:
+            raise UnknownLayerError(layer, list(LAYERS))
+
+    def purge(
+        self,
+        layer: str,
+        item_id: str,
+        *,
+        reason: str,
+        by: str,
+        collection: str = "",
+    ) -> AuditEntry:
+        """Remove one item for good, never-forget or not (the admin's way out of spam).
+
+        The audit log keeps the item's snapshot, ``by`` (who purged it) and ``reason``; the
+        storage triggers let this one delete through because of a grant tied to that audit
+        row (migration ``0008_admin_purge``), and no other path writes grants.
+        """
+        check_name("layer", layer)
+        check_name("id", item_id)
+        if not isinstance(reason, str) or not reason.strip():
+            raise ValidationError("reason", "a purge needs a non-empty reason")
+        if len(reason) > 2_000:
+            raise ValidationError("reason", "at most 2000 characters")
+        if layer not in LAYERS:
+            raise UnknownLayerError(layer, list(LAYERS))
+        if layer == "episodic":
+            collection = ""
+        else:
+            check_name("collection", collection)
+        run_id = f"purge-{uuid.uuid4().hex[:12]}"
+        with self._db.transaction() as conn:
+            if layer == "episodic":
+                row = self._episode_row(conn, item_id)
+                snapshot = _episode_snapshot(row)
+            else:
+                row = self._document_row(conn, collection, item_id)
+                snapshot = _document_snapshot(row)
+            self._audit(
+                conn,
+                layer=layer,
+                collection=collection,
+                item_id=item_id,
+                action="purge",
+                policy="admin_purge",
+                reason=f"{reason.strip()} (purged by {by})",
+                run_id=run_id,
+                snapshot=snapshot,
+            )
+            audit_id = conn.execute("SELECT last_insert_rowid()").fetchone()[0]
+            conn.execute(
+                "INSERT INTO purge_grants(layer, collection, item_id, audit_id) "
+                "VALUES (?, ?, ?, ?)",
+                (layer, collection, item_id, audit_id),
+            )
+            if layer == "episodic":
+                remove_keys(conn, [int(row["rowid"])])
+                conn.execute("DELETE FROM episodes WHERE rowid = ?", (row["rowid"],))
+                conn.execute("DELETE FROM episodes_fts WHERE rowid = ?", (row["rowid"],))
+            else:
+                conn.execute(
+                    "UPDATE semantic_docs SET state = 'deleting' WHERE collection = ? AND id = ?",
+                    (collection, item_id),
+                )
+        if layer == "episodic":
+            self._episodic.forget_vectors([int(row["rowid"])])
+        else:
+            self._semantic.settle(collection, [item_id])
+        [entry] = self.audit(item_id, run_id=run_id, limit=1)
+        return entry
+
+    def _audit(
+        self,
+        conn: Any,
+        *,
+        layer: str,
+        collection: str,
+        item_id: str,
+        action: str,
+        policy: str,
+        reason: str,
+        run_id: str,
+        snapshot: Mapping[str, Any],
+    ) -> None:
+        conn.execute(
+            "INSERT INTO audit_log(at, run_id, policy, layer, collection, item_id, action, "
+            "reason, snapshot) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                to_timestamp(self._clock.now()),
+                run_id,
+                policy,
+                layer,
+                collection,
+                item_id,
+                action,
+                reason,
+                json.dumps(snapshot, ensure_ascii=False),
+            ),
+        )
+
+    # -- episodes ------------------------------------------------------------------------
+
+    def _episode_row(self, conn: Any, episode_id: str) -> Any:
+        row = conn.execute("SELECT * FROM episodes WHERE id = ?", (episode_id,)).fetchone()
+        if row is None:
+            raise NotFoundError("episode", episode_id)
+        return row
+
+    def _archive_episode(self, episode_id: str, *, policy: str, reason: str, run_id: str) -> None:
+        with self._db.transaction() as conn:
+            row = self._episode_row(conn, episode_id)
+            if row["state"] == "archived":
+                return
+            conn.execute(
+                "UPDATE episodes SET state = 'archived', archived_at = ? WHERE rowid = ?",
+                (to_timestamp(self._clock.now()), row["rowid"]),
+            )
+            remove_keys(conn, [int(row["rowid"])])  # out of recall, out of its neighbours' keys
+            self._audit(
+                conn,
+                layer="episodic",
+                collection="",
+                item_id=episode_id,
+                action="archive",
+                policy=policy,
+                reason=reason,
+                run_id=run_id,
+                snapshot=_episode_snapshot(row),
+            )
+        self._episodic.forget_vectors([int(row["rowid"])])
+
+    def _compress_episode(self, episode_id: str, *, policy: str, reason: str, run_id: str) -> None:
+        row = self._episode_row(self._db, episode_id)
+        if row["state"] == "archived":
+            raise ValidationError("id", f"episode {episode_id!r} is archived; restore it first")
+        description = summarize(row["description"], self.summary_chars)
+        outcome = summarize(row["outcome"], self.summary_chars) if row["outcome"] else None
+        vector = self._embedder.embed_passages(
+            [embedding_text(row["agent_name"], description, outcome)]
+        )[0]
+        with self._db.transaction() as conn:
+            row = self._episode_row(conn, episode_id)  # as it is now, inside the transaction
+            conn.execute(
+                "UPDATE episodes SET description = ?, outcome = ?, context = '{}', embedding = ?, "
+                "state = 'compressed', compressed_at = ? WHERE rowid = ?",
+                (
+                    description,
+                    outcome,
+                    vector.tobytes(),
+                    to_timestamp(self._clock.now()),
+                    row["rowid"],
+                ),
+            )
+            self._reindex_text(conn, row, description, outcome)
+            refresh_keys(conn, [int(row["rowid"])])
+            self._audit(
+                conn,
+                layer="episodic",
+                collection="",
+                item_id=episode_id,
+                action="compress",
+                policy=policy,
+                reason=reason,
+                run_id=run_id,
+                snapshot=_episode_snapshot(row),
+            )
+        self._episodic.forget_vectors(None)
+
+    def _delete_episode(self, episode_id: str, *, policy: str, reason: str, run_id: str) -> None:
+        with self._db.transaction() as conn:
+            row = self._episode_row(conn, episode_id)
+            remove_keys(conn, [int(row["rowid"])])
+            conn.execute("DELETE FROM episodes WHERE rowid = ?", (row["rowid"],))
+            conn.execute("DELETE FROM episodes_fts WHERE rowid = ?", (row["rowid"],))
+            self._audit(
+                conn,
+                layer="episodic",
+                collection="",
+                item_id=episode_id,
+                action="delete",
+                policy=policy,
+                reason=reason,
+                run_id=run_id,
+                snapshot=_episode_snapshot(row),
+            )
+        self._episodic.forget_vectors([int(row["rowid"])])
+
+    @staticmethod
+    def _reindex_text(conn: Any, row: Any, description: str, outcome: str | None) -> None:
+        conn.execute("DELETE FROM episodes_fts WHERE rowid = ?", (row["rowid"],))
+        conn.execute(
+            "INSERT INTO episodes_fts(rowid, body) VALUES (?, ?)",
+            (
+                row["rowid"],
+                _fts_body(
+                    row["agent_name"],
+                    row["event_type"],
+                    description,
+                    outcome,
+                    json.loads(row["tags"]),
+                ),
+            ),
+        )
+
+    def _restore_episode(self, episode_id: str, *, reason: str, run_id: str) -> str:
+        row = self._episode_row(self._db, episode_id)
+        audit: dict[str, Any] = {
+            "layer": "episodic",
+            "collection": "",
+            "item_id": episode_id,
+            "action": "restore",
+            "policy": "restore",
+            "reason": reason,
+            "run_id": run_id,
+            "snapshot": _episode_snapshot(row),
+        }
+        if row["state"] == "archived":
+            with self._db.transaction() as conn:
+                conn.execute(
+                    "UPDATE episodes SET archived_at = NULL, state = CASE WHEN compressed_at "
+                    "IS NULL THEN 'active' ELSE 'compressed' END WHERE rowid = ?",
+                    (row["rowid"],),
+                )
+                refresh_keys(conn, [int(row["rowid"])])
+                self._audit(conn, **audit)
+        elif row["state"] == "compressed":
+            original = self._last_snapshot("episodic", "", episode_id, "compress")
+            description = str(original["description"])
+            outcome = original.get("outcome")
+            vector = self._embedder.embed_passages(
+                [embedding_text(row["agent_name"], description, outcome)]
+            )[0]
+            with self._db.transaction() as conn:
+                conn.execute(
+                    "UPDATE episodes SET description = ?, outcome = ?, context = ?, "
+                    "embedding = ?, state = 'active', compressed_at = NULL WHERE rowid = ?",
+                    (
+                        description,
+                        outcome,
+                        json.dumps(original.get("context") or {}, ensure_ascii=False),
+                        vector.tobytes(),
+                        row["rowid"],
+                    ),
+                )
+                self._reindex_text(conn, row, description, outcome)
+                refresh_keys(conn, [int(row["rowid"])])
+                self._audit(conn, **audit)
+        else:
+            raise ValidationError("id", f"episode {episode_id!r} is not archived or compressed")
+        self._episodic.forget_vectors(None)
+        return "episodic"
+
+    # -- documents -----------------------------------------------------------------------
+
+    def _document_row(self, conn: Any, collection: str, doc_id: str) -> Any:
+        row = conn.execute(
+            "SELECT * FROM semantic_docs WHERE collection = ? AND id = ?", (collection, doc_id)
+        ).fetchone()
+        if row is None:
+            raise NotFoundError("document", f"{collection}/{doc_id}")
+        return row
+
+    def _archive_document(
+        self, collection: str, doc_id: str, *, policy: str, reason: str, run_id: str
+    ) -> None:
+        self._move_document(collection, doc_id, "archiving", "archive", policy, reason, run_id)
+
+    def _delete_document(
+        self, collection: str, doc_id: str, *, policy: str, reason: str, run_id: str
+    ) -> None:
+        self._move_document(collection, doc_id, "deleting", "delete", policy, reason, run_id)
+
+    def _move_document(
+        self,
+        collection: str,
+        doc_id: str,
+        state: str,
+        action: str,
+        policy: str,
+        reason: str,
+        run_id: str,
+    ) -> None:
+        with self._db.transaction() as conn:
+            row = self._document_row(conn, collection, doc_id)
+            if row["state"] in ("archived", "archiving", "deleting"):
+                return
+            stamp = to_timestamp(self._clock.now())
+            conn.execute(
+                "UPDATE semantic_docs SET state = ?, "
+                "archived_at = CASE WHEN ? = 'archiving' THEN ? ELSE archived_at END "
+                "WHERE collection = ? AND id = ?",
+                (state, state, stamp, collection, doc_id),
+            )
+            self._audit(
+                conn,
+                layer="semantic",
+                collection=collection,
+                item_id=doc_id,
+                action=action,
+                policy=policy,
+                reason=reason,
+                run_id=run_id,
+                snapshot=_document_snapshot(row),
+            )
+        self._semantic.settle(collection, [doc_id])
+
+    def _compress_document(
+        self, collection: str, doc_id: str, *, policy: str, reason: str, run_id: str
+    ) -> None:
+        now = self._clock.now()
+        with self._db.transaction() as conn:
+            row = self._document_row(conn, collection, doc_id)
+            if row["state"] not in ("active", "compressed", "pending"):
+                raise ValidationError(
+                    "id", f"document {collection}/{doc_id} is {row['state']}; restore it first"
+                )
+            summary = summarize(row["content"], self.summary_chars)
+            metadata = {
+                **json.loads(row["metadata"]),
+                "original_date": from_timestamp(row["created_at"]).isoformat(),
+                "compressed_at": now.isoformat(),
+                "original_chars": len(row["content"]),
+            }
+            self._rewrite_document(conn, row, summary, metadata, compressed_at=to_timestamp(now))
+            self._audit(
+                conn,
+                layer="semantic",
+                collection=collection,
+                item_id=doc_id,
+                action="compress",
+                policy=policy,
+                reason=reason,
+                run_id=run_id,
+                snapshot=_document_snapshot(row),
+            )
+        self._semantic.settle(collection, [doc_id])
+
+    @staticmethod
+    def _rewrite_document(
+        conn: Any,
+        row: Any,
+        content: str,
+        metadata: Mapping[str, Any],
+        *,
+        compressed_at: float | None,
+    ) -> None:
+        conn.execute(
+            "UPDATE semantic_docs SET content = ?, metadata = ?, content_hash = ?, "
+            "compressed_at = ?, state = 'pending' WHERE collection = ? AND id = ?",
+            (
+                content,
+                json.dumps(dict(metadata), ensure_ascii=False),
+                hashlib.sha256(content.encode()).hexdigest(),
+                compressed_at,
+                row["collection"],
+                row["id"],
+            ),
+        )
+
+    def _restore_document(self, collection: str, doc_id: str, *, reason: str, run_id: str) -> str:
+        row = self._document_row(self._db, collection, doc_id)
+        audit: dict[str, Any] = {
+            "layer": "semantic",
+            "collection": collection,
+            "item_id": doc_id,
+            "action": "restore",
+            "policy": "restore",
+            "reason": reason,
+            "run_id": run_id,
+            "snapshot": _document_snapshot(row),
+        }
+        if row["state"] == "archived":
+            with self._db.transaction() as conn:
+                conn.execute(
+                    "UPDATE semantic_docs SET state = 'pending', archived_at = NULL "
+                    "WHERE collection = ? AND id = ?",
+                    (collection, doc_id),
+                )
+                self._audit(conn, **audit)
+        elif row["state"] == "compressed":
+            original = self._last_snapshot("semantic", collection, doc_id, "compress")
+            with self._db.transaction() as conn:
+                self._rewrite_document(
+                    conn,
+                    row,
+                    str(original["content"]),
+                    original.get("metadata") or {},
+                    compressed_at=None,
+                )
+                self._audit(conn, **audit)
+        else:
+            raise ValidationError(
+                "id", f"document {collection}/{doc_id} is not archived or compressed"
+            )
+        self._semantic.settle(collection, [doc_id])
+        return "semantic"
+
+    # -- restore and audit ---------------------------------------------------------------
+
+    def record_overflow(
+        self,
+        episodes: Sequence[Episode],
+        collection: str,
+        represented: Mapping[str, str] | None = None,
+    ) -> None:
+        """Audit episodes handed to the semantic layer because the store is over capacity;
+        ``represented`` maps those already distilled to their knowledge document."""
+        represented = represented or {}
+        run_id = f"capacity-{uuid.uuid4().hex[:12]}"
+        with self._db.transaction() as conn:
+            for episode in episodes:
+                row = conn.execute("SELECT * FROM episodes WHERE id = ?", (episode.id,)).fetchone()
+                if row is None:
+                    continue
+                self._audit(
+                    conn,
+                    layer="episodic",
+                    collection="",
+                    item_id=episode.id,
+                    action="overflow",
+                    policy="capacity",
+                    reason=(
+                        f"over capacity; represented by {collection}/{represented[episode.id]}"
+                        if episode.id in represented
+                        else f"over capacity; moved to {collection}/episode-{episode.id}"
+                    ),
+                    run_id=run_id,
+                    snapshot=_episode_snapshot(row),
+                )
+
+    def restore(
+        self,
+        item_id: str,
+        *,
+        layer: str | None = None,
+        collection: str | None = None,
+        reason: str = "restored on request",
+    ) -> str:
+        """Bring an archived (or compressed) item back; return its layer.
+
+        The item is looked up in both layers unless ``layer`` or ``collection`` says where;
+        an id found in more than one place needs one of them.
+        """
+        check_name("id", item_id)
+        if layer is not None and layer not in LAYERS:
+            raise UnknownLayerError(layer, list(LAYERS))
+        places: list[tuple[str, str]] = []
+        if (
+            layer in (None, "episodic")
+            and collection is None
+            and self._db.scalar("SELECT 1 FROM episodes WHERE id = ?", (item_id,))
+        ):
+            places.append(("episodic", ""))
+        if layer in (None, "semantic"):
+            sql = "SELECT collection FROM semantic_docs WHERE id = ?"
+            params: list[Any] = [item_id]
+            if collection is not None:
+                sql += " AND collection = ?"
+                params.append(collection)
+            places.extend(("semantic", r[0]) for r in self._db.query(sql, params))
+        if not places:
+            raise NotFoundError("item", item_id)
+        if len(places) > 1:
+            where = ", ".join(f"{lay}/{coll}" if coll else lay for lay, coll in places)
+            raise ValidationError(
+                "id", f"{item_id!r} exists in {where}; pass layer= or collection="
+            )
+        run_id = f"restore-{uuid.uuid4().hex[:12]}"
+        found_layer, found_collection = places[0]
+        if found_layer == "episodic":
+            return self._restore_episode(item_id, reason=reason, run_id=run_id)
+        return self._restore_document(found_collection, item_id, reason=reason, run_id=run_id)
+
+    def _last_snapshot(
+        self, layer: str, collection: str, item_id: str, action: str
+    ) -> dict[str, Any]:
+        row = self._db.query_one(
+            "SELECT snapshot FROM audit_log WHERE layer = ? AND collection = ? AND item_id = ? "
+            "AND action = ? ORDER BY id DESC LIMIT 1",
+            (layer, collection, item_id, action),
+        )
+        if row is None:
+            raise NotFoundError("audit snapshot", f"{layer}/{item_id}")
+        snapshot: dict[str, Any] = json.loads(row[0])
+        return snapshot
+
+    def audit(
+        self,
+        item_id: str | None = None,
+        *,
+        policy: str | None = None,
+        layer: str | None = None,
+        action: str | None = None,
+        run_id: str | None = None,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        limit: int = 100,
+        reader: str | None = None,
+        reader_teams: Iterable[str] = (),
+    ) -> list[AuditEntry]:
+        """Audit rows, newest first, filtered by any of the arguments.
+
+        With ``reader``, only rows whose snapshot is of an item that agent may read (by the
+        owner and scope the item had): a snapshot holds the item's content.
+        """
+        pred, params = reader_predicate(
+            reader,
+            reader_teams,
+            owner_column="json_extract(snapshot, '$.agent_name')",
+            scope_column="json_extract(snapshot, '$.scope')",
+        )
+        where: list[str] = [pred]
+        for column, value in (
+            ("item_id", item_id),
+            ("policy", policy),
+            ("layer", layer),
+            ("action", action),
+            ("run_id", run_id),
+        ):
+            if value is not None:
+                where.append(f"{column} = ?")
+                params.append(check_name(column, value))
+        if since is not None:
+            where.append("at >= ?")
+            params.append(to_timestamp(check_datetime("since", since)))
+        if until is not None:
+            where.append("at <= ?")
+            params.append(to_timestamp(check_datetime("until", until)))
+        params.append(check_positive_int("limit", limit))
+        rows = self._db.query(
+            f"SELECT * FROM audit_log WHERE {' AND '.join(where)} ORDER BY id DESC LIMIT ?",
+            params,
+        )
+        return [
+            AuditEntry(
+                id=int(r["id"]),
+                at=from_timestamp(r["at"]),
+                run_id=r["run_id"],
+                policy=r["policy"],
+                layer=r["layer"],
+                collection=r["collection"],
+                item_id=r["item_id"],
+                action=r["action"],
+                reason=r["reason"],
+                snapshot=json.loads(r["snapshot"]),
+            )
+            for r in rows
+        ]

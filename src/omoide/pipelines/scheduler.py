@@ -1,0 +1,308 @@
+"""The daily maintenance job: distill, then forget (the article runs it at 03:00).
+
+:meth:`Memory.maintain <omoide.memory.Memory.maintain>` runs it once, holding
+``maintenance.lock`` in the data directory so two runs never overlap — across threads and
+processes. A :class:`Scheduler` runs it every day at ``distill.schedule`` (``"03:00"``, local
+time of the clock; ``"03:00 Asia/Tokyo"`` names a zone) inside a long-running process; a run
+missed while the process was down is made up once when it starts again. For cron::
+
+    python -m omoide.pipelines.scheduler ./omoide-data --once          # 0 3 * * *  (crontab)
+    python -m omoide.pipelines.scheduler ./omoide-data                  # or stay up and run daily
+
+Time comes from the injected clock: with a :class:`~omoide.clock.ManualClock` a month of
+nightly runs takes a moment and nothing sleeps for real.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import re
+import sys
+import threading
+from dataclasses import asdict, dataclass
+from datetime import datetime, timedelta, tzinfo
+from typing import TYPE_CHECKING
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from omoide.clock import Clock, from_timestamp
+from omoide.errors import ConfigError, StoreLockedError
+from omoide.pipelines.distill import DistillReport
+from omoide.pipelines.forgetting import ForgetReport
+
+if TYPE_CHECKING:
+    from omoide.memory import Memory
+    from omoide.pipelines.retention import RetentionReport
+
+__all__ = [
+    "MAINTENANCE_LOCK",
+    "BackgroundMaintenance",
+    "MaintenanceReport",
+    "Schedule",
+    "Scheduler",
+    "main",
+]
+
+_log = logging.getLogger("omoide.pipelines.scheduler")
+
+MAINTENANCE_LOCK = "maintenance.lock"
+#: Meta key holding the time of the last completed maintenance run.
+LAST_RUN_KEY = "maintenance_last_run"
+
+_TIME = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)(?:\s+(\S+))?$")
+
+
+@dataclass(frozen=True)
+class MaintenanceReport:
+    """One maintenance run: its distillation, forgetting and collection-policy reports."""
+
+    started_at: datetime
+    distill: DistillReport
+    forget: ForgetReport
+    seconds: float
+    retention: RetentionReport | None = None
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A daily time of day, in a zone (None: the zone of the clock's ``now()``)."""
+
+    hour: int
+    minute: int
+    zone: tzinfo | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> Schedule:
+        """``"HH:MM"`` or ``"HH:MM Area/City"``; ConfigError otherwise."""
+        match = _TIME.match(text.strip()) if isinstance(text, str) else None
+        if match is None:
+            raise ConfigError(
+                f"distill.schedule: expected 'HH:MM' or 'HH:MM Area/City', got {text!r}"
+            )
+        zone: tzinfo | None = None
+        if match.group(3):
+            try:
+                zone = ZoneInfo(match.group(3))
+            except (ZoneInfoNotFoundError, ValueError):
+                raise ConfigError(
+                    f"distill.schedule: unknown time zone {match.group(3)!r}"
+                ) from None
+        return cls(int(match.group(1)), int(match.group(2)), zone)
+
+    def _slot(self, day: datetime) -> datetime:
+        return day.replace(hour=self.hour, minute=self.minute, second=0, microsecond=0)
+
+    def latest(self, moment: datetime) -> datetime:
+        """The last scheduled time at or before ``moment``."""
+        local = moment.astimezone(self.zone) if self.zone else moment
+        slot = self._slot(local)
+        if slot > local:
+            slot = self._slot(local - timedelta(days=1))
+        return slot
+
+    def following(self, moment: datetime) -> datetime:
+        """The first scheduled time strictly after ``moment``."""
+        local = moment.astimezone(self.zone) if self.zone else moment
+        slot = self._slot(local)
+        if slot <= local:
+            slot = self._slot(local + timedelta(days=1))
+        return slot
+
+
+class Scheduler:
+    """Runs ``memory.maintain()`` daily at the configured time; see the module docstring."""
+
+    def __init__(
+        self,
+        memory: Memory,
+        *,
+        schedule: str | None = None,
+        clock: Clock | None = None,
+        poll_seconds: float = 30.0,
+    ) -> None:
+        self.memory = memory
+        self.schedule = Schedule.parse(schedule or memory.config.distill.schedule)
+        self.clock = clock or memory.clock
+        if poll_seconds <= 0:
+            raise ConfigError("poll_seconds: must be > 0")
+        self.poll_seconds = poll_seconds
+        self.started = self.clock.now()
+        self.reports: list[MaintenanceReport] = []
+        self.skipped = 0
+
+    def last_run(self) -> datetime | None:
+        """When maintenance last completed on this store (by any process), if ever."""
+        assert self.memory.db is not None
+        value = self.memory.db.get_meta(LAST_RUN_KEY)
+        return None if value is None else from_timestamp(float(value))
+
+    def due(self, now: datetime | None = None) -> datetime:
+        """When the next run is due: the first slot after the last run (or after this
+        scheduler started, for a store never maintained). Slots missed while no process was
+        running are made up by one run, due at once."""
+        now = now or self.clock.now()
+        slot = self.schedule.following(self.last_run() or self.started)
+        return max(slot, self.schedule.latest(now)) if slot <= now else slot
+
+    def run_pending(self) -> MaintenanceReport | None:
+        """Run maintenance if it is due and no other run holds the lock."""
+        if self.clock.now() < self.due():
+            return None
+        try:
+            report = self.memory.maintain()
+        except StoreLockedError:
+            self.skipped += 1
+            return None
+        self.reports.append(report)
+        return report
+
+    def run_forever(
+        self, *, stop: threading.Event | None = None, max_runs: int | None = None
+    ) -> int:
+        """Wait for each due time and run; return after ``max_runs`` runs or when ``stop``
+        is set (checked every ``poll_seconds``). Returns the number of runs."""
+        runs = 0
+        while (stop is None or not stop.is_set()) and (max_runs is None or runs < max_runs):
+            now = self.clock.now()
+            due = self.due(now)
+            if now >= due:
+                if self.run_pending() is not None:
+                    runs += 1
+                else:
+                    self.clock.sleep(self.poll_seconds)
+                continue
+            self.clock.sleep(min((due - now).total_seconds(), self.poll_seconds))
+        return runs
+
+
+class BackgroundMaintenance:
+    """A :class:`Scheduler` in a daemon thread of a long-running process (``omoide serve``).
+
+    The process that serves a data directory owns it (a separate ``python -m
+    omoide.pipelines.scheduler`` would get StoreLockedError), so it runs the daily job itself. The
+    thread checks when the next run is due, waits until then (at most ``poll_seconds``, on
+    an event, so :meth:`stop` returns at once) and runs it; :meth:`wake` makes it check now.
+    A run that fails is logged and retried at the next check; the thread keeps going.
+    """
+
+    def __init__(
+        self,
+        memory: Memory,
+        *,
+        schedule: str | None = None,
+        clock: Clock | None = None,
+        poll_seconds: float = 30.0,
+    ) -> None:
+        self.scheduler = Scheduler(
+            memory, schedule=schedule, clock=clock, poll_seconds=poll_seconds
+        )
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._checked = threading.Condition()
+        self._checks = 0
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        if self._thread is not None:
+            return
+        self._thread = threading.Thread(target=self._loop, name="omoide-maintenance", daemon=True)
+        self._thread.start()
+
+    def wake(self) -> None:
+        """Check now whether a run is due (instead of at the next poll)."""
+        self._wake.set()
+
+    def stop(self, timeout: float | None = 60.0) -> None:
+        """Stop the thread (a run in progress completes first)."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def wait_checked(self, checks: int, timeout: float) -> bool:
+        """Block until the thread has checked ``checks`` times since it started."""
+        with self._checked:
+            return self._checked.wait_for(lambda: self._checks >= checks, timeout)
+
+    @property
+    def checks(self) -> int:
+        with self._checked:
+            return self._checks
+
+    def _loop(self) -> None:
+        scheduler = self.scheduler
+        while not self._stop.is_set():
+            self._wake.clear()
+            try:
+                scheduler.run_pending()
+            except Exception as exc:
+                self.errors.append(f"{type(exc).__name__}: {exc}")
+                _log.exception("omoide: maintenance failed; retrying at the next check")
+            with self._checked:
+                self._checks += 1
+                self._checked.notify_all()
+            if self._stop.is_set():
+                break
+            try:
+                now = scheduler.clock.now()
+                due = scheduler.due(now)
+            except Exception:
+                _log.exception("omoide: maintenance cannot read its schedule")
+                due = now
+            wait = (
+                scheduler.poll_seconds
+                if now >= due
+                else min((due - now).total_seconds(), scheduler.poll_seconds)
+            )
+            self._wake.wait(wait)
+
+
+def _summary(report: MaintenanceReport) -> dict[str, object]:
+    distill = asdict(report.distill)
+    distill["skipped"] = len(report.distill.skipped)
+    return {
+        "started_at": report.started_at.isoformat(),
+        "seconds": round(report.seconds, 3),
+        "distill": distill,
+        "forget": {
+            p.name: {"candidates": p.candidates, "acted": len(p.acted), "failed": len(p.failed)}
+            for p in report.forget.policies
+        },
+        "retention": None
+        if report.retention is None
+        else {
+            policy: report.retention.count(policy)
+            for policy in ("retention", "capacity", "cache_expiry")
+        },
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m omoide.pipelines.scheduler DIR [--once] [--at HH:MM]``: maintenance for cron or
+    as a
+    daemon. Prints one JSON line per run."""
+    from omoide.memory import Memory
+
+    parser = argparse.ArgumentParser(
+        prog="python -m omoide.pipelines.scheduler", description=__doc__
+    )
+    parser.add_argument("path", nargs="?", help="data directory (default: $OMOIDE_HOME)")
+    parser.add_argument("--once", action="store_true", help="run maintenance now and exit")
+    parser.add_argument("--at", help="daily time, 'HH:MM' or 'HH:MM Area/City'")
+    args = parser.parse_args(argv)
+    with Memory(args.path) as memory:
+        if args.once:
+            print(json.dumps(_summary(memory.maintain()), ensure_ascii=False), flush=True)
+            return 0
+        scheduler = Scheduler(memory, schedule=args.at)
+        while True:
+            before = len(scheduler.reports)
+            scheduler.run_forever(max_runs=1)
+            for report in scheduler.reports[before:]:
+                print(json.dumps(_summary(report), ensure_ascii=False), flush=True)
+
+
+if __name__ == "__main__":  # pragma: no cover - exercised through a subprocess
+    sys.exit(main())

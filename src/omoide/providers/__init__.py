@@ -1,0 +1,1 @@
+"""Replaceable parts behind small base classes: embedders, LLMs, token counters, chunking."""

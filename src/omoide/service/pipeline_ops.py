@@ -1,0 +1,371 @@
+"""The operations over the memory's pipelines: recall, distillation, forgetting, maintenance,
+the audit log, restore, indexing and the information cache.
+
+Part of :class:`~omoide.service.local.LocalOperations` (a mixin, kept apart for size), with the
+same rules: the caller's identity and scopes apply, results are JSON-ready dicts. Whole-store
+jobs (distill, forget, maintain, index) need an admin caller; a forgetting *dry run* is open
+to every agent and shows only the items it may read. The audit log holds snapshots of the
+items it acted on, so an agent reads only the entries of items its scopes allow.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from omoide.core.scope import reader_predicate
+from omoide.core.validation import check_name
+from omoide.errors import NotFoundError, PermissionDeniedError, UnknownLayerError, ValidationError
+from omoide.ingest.indexing import ProgressCallback
+from omoide.layers.semantic.cache import cache_id
+from omoide.pipelines.forgetting import ItemNote
+from omoide.pipelines.lifecycle import LAYERS
+
+if TYPE_CHECKING:
+    from omoide.memory import Memory
+    from omoide.service.local import Caller
+
+__all__ = ["PipelineOperations"]
+
+
+class PipelineOperations:
+    """Recall, distill, forget, maintain, audit, restore, index and cache, as ``caller``."""
+
+    mem: Memory
+    caller: Caller
+
+    # Provided by LocalOperations.
+    def _require_admin(self, what: str) -> None:
+        raise NotImplementedError
+
+    def _writer(self) -> str:
+        raise NotImplementedError
+
+    def _check_document_owners(self, collection: str, ids: Sequence[Any]) -> None:
+        raise NotImplementedError
+
+    def _check_document_writer(
+        self, collection: str, metadatas: Sequence[Mapping[str, Any] | None] | None, count: int
+    ) -> None:
+        raise NotImplementedError
+
+    # -- recall --------------------------------------------------------------------------
+
+    def recall(
+        self,
+        query: str,
+        *,
+        session_id: str | None = None,
+        budget_tokens: int | None = None,
+        layers: Sequence[str] | None = None,
+    ) -> dict[str, Any]:
+        """The caller's budgeted context for ``query`` from every layer: the rendered text
+        (ready for a prompt) and the items with where each came from and why."""
+        ctx = self.mem.recall(
+            query,
+            agent_name=self._writer(),
+            session_id=session_id,
+            budget_tokens=budget_tokens,
+            layers=layers,
+        )
+        return {
+            "query": ctx.query,
+            "agent_name": ctx.agent_name,
+            "context": ctx.render(),
+            "tokens": ctx.tokens,
+            "budget_tokens": ctx.budget_tokens,
+            "layers": list(ctx.layers),
+            "time_range": _plain(ctx.time_range),
+            "recall_id": ctx.recall_id,
+            "session_id": ctx.session_id,
+            "items": [_plain(item) for item in ctx.items],
+        }
+
+    # -- distillation, forgetting, maintenance -----------------------------------------
+
+    def distill(self) -> dict[str, Any]:
+        """Turn old, similar episodes into knowledge (admin)."""
+        self._require_admin("distillation")
+        return _object(self.mem.distill())
+
+    def forget(self, *, dry_run: bool = False) -> dict[str, Any]:
+        """Apply the forgetting policies (admin); a dry run, open to all, only reports —
+        to an agent, only the items it may read."""
+        if not dry_run:
+            self._require_admin("forgetting")
+        report = self.mem.forget(dry_run=dry_run)
+        if not self.caller.read_all:
+            # Filtered by layer, collection and id: ids are unique only within a collection.
+            for policy in report.policies:
+                layer = policy.layer
+                policy.acted = [
+                    a for a in policy.acted if self._visible(layer, a.collection, a.item_id)
+                ]
+                policy.skipped = [
+                    s for s in policy.skipped if self._visible(layer, _collection(s), s[0])
+                ]
+                policy.failed = [
+                    f for f in policy.failed if self._visible(layer, _collection(f), f[0])
+                ]
+                policy.candidates = len(policy.acted) + len(policy.skipped)
+        out = _object(report)
+        out["acted"] = sum(len(p["acted"]) - len(p["failed"]) for p in out["policies"])
+        return out
+
+    def maintain(self) -> dict[str, Any]:
+        """The daily job now: distill, forget, enforce collection policies (admin)."""
+        self._require_admin("maintenance")
+        return _object(self.mem.maintain())
+
+    def enforce_collections(self, *, dry_run: bool = False) -> dict[str, Any]:
+        """Collection retention, caps and cache expiry alone (admin)."""
+        self._require_admin("enforcing collection policies")
+        return _object(self.mem.enforce_collections(dry_run=dry_run))
+
+    def _visible(self, layer: str, collection: str | None, item_id: str) -> bool:
+        """Whether the caller may read an item of a plan (by layer, collection and id; a
+        semantic item of unknown collection is not visible)."""
+        assert self.mem.db is not None
+        pred, params = reader_predicate(self.caller.reader, self.caller.teams)
+        if layer == "episodic":
+            sql, args = "SELECT 1 FROM episodes WHERE id=?", [item_id]
+        else:
+            if not collection:
+                return False
+            sql = "SELECT 1 FROM semantic_docs WHERE id=? AND collection=?"
+            args = [item_id, collection]
+        return self.mem.db.scalar(f"{sql} AND {pred} LIMIT 1", (*args, *params)) is not None
+
+    # -- audit and restore -------------------------------------------------------------
+
+    def audit(
+        self,
+        item_id: str | None = None,
+        *,
+        policy: str | None = None,
+        layer: str | None = None,
+        action: str | None = None,
+        run_id: str | None = None,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        limit: int = 100,
+    ) -> list[dict[str, Any]]:
+        """Audit entries newest first; an agent sees those of items its scopes allow."""
+        entries = self.mem.audit(
+            item_id,
+            policy=policy,
+            layer=layer,
+            action=action,
+            run_id=run_id,
+            since=since,
+            until=until,
+            limit=limit,
+            reader=self.caller.reader,
+            reader_teams=self.caller.teams,
+        )
+        return [_object(e) for e in entries]
+
+    def restore(
+        self, item_id: str, *, layer: str | None = None, collection: str | None = None
+    ) -> dict[str, Any]:
+        """Bring an archived or compressed item back (an admin, or the item's owner).
+
+        To an agent, only the items it owns exist here: anyone else's item, readable or not,
+        answers exactly as an id that does not exist (no existence oracle)."""
+        if not self.caller.admin:
+            layer, collection = self._own_restore_place(item_id, layer, collection)
+        found = self.mem.restore(item_id, layer=layer, collection=collection)
+        if found == "episodic":
+            return {
+                "layer": found,
+                "collection": None,
+                "item": _object(self.mem.episodic.get(item_id)),
+            }
+        assert self.mem.db is not None
+        where = [
+            r[0]
+            for r in self.mem.db.query(
+                "SELECT collection FROM semantic_docs WHERE id=?"
+                + (" AND collection=?" if collection else ""),
+                (item_id, collection) if collection else (item_id,),
+            )
+        ]
+        doc = self.mem.semantic.get(where[0], item_id)
+        return {"layer": found, "collection": where[0], "item": _object(doc)}
+
+    def purge(
+        self, item_id: str, *, reason: str, layer: str = "episodic", collection: str = ""
+    ) -> dict[str, Any]:
+        """Remove an item for good, never-forget ones too (admin); the audit entry (with the
+        item's snapshot) is returned."""
+        self._require_admin("purging an item")
+        by = self.caller.agent or "operator"
+        return _object(
+            self.mem.purge(item_id, reason=reason, layer=layer, collection=collection, by=by)
+        )
+
+    def _own_restore_place(
+        self, item_id: str, layer: str | None, collection: str | None
+    ) -> tuple[str, str | None]:
+        """The one place (layer, collection) where the caller owns ``item_id``; NotFoundError
+        (the same as for a missing id) when it owns none there."""
+        assert self.mem.db is not None
+        check_name("id", item_id)
+        if layer is not None and layer not in LAYERS:
+            raise UnknownLayerError(layer, list(LAYERS))
+        if collection is not None:
+            self.mem.semantic.count(collection)  # validates the collection name
+        agent = self.caller.agent or ""
+        places: list[tuple[str, str | None]] = []
+        if (
+            layer in (None, "episodic")
+            and collection is None
+            and self.mem.db.scalar(
+                "SELECT 1 FROM episodes WHERE id=? AND agent_name=?", (item_id, agent)
+            )
+        ):
+            places.append(("episodic", None))
+        if layer in (None, "semantic"):
+            sql = "SELECT collection FROM semantic_docs WHERE id=? AND agent_name=?"
+            args: list[Any] = [item_id, agent]
+            if collection is not None:
+                sql += " AND collection=?"
+                args.append(collection)
+            places += [("semantic", r[0]) for r in self.mem.db.query(sql, args)]
+        if not places:
+            raise NotFoundError("item", item_id)
+        if len(places) > 1:
+            where = ", ".join(f"{lay}/{coll}" if coll else lay for lay, coll in places)
+            raise ValidationError(
+                "id", f"{item_id!r} exists in {where}; pass layer= or collection="
+            )
+        return places[0]
+
+    # -- indexing, collections, cache -----------------------------------------------------
+
+    def index(
+        self,
+        path: str | os.PathLike[str],
+        collection: str,
+        *,
+        source: str | None = None,
+        include: Iterable[str] = (),
+        exclude: Iterable[str] = (),
+        max_file_bytes: int | None = None,
+        scope: str | Sequence[str] | None = None,
+        use_git: bool | None = None,
+        dry_run: bool = False,
+        progress: ProgressCallback | None = None,
+    ) -> dict[str, Any]:
+        """Index a folder or git repository on this machine into ``collection`` (admin:
+        it reads the files of the process that holds the memory)."""
+        self._require_admin("indexing")
+        if self.caller.remote:
+            self._check_index_root(path)
+        if scope is None and self.caller.agent:
+            scope = "private"  # an admin's files are the admin's until shared on purpose
+        options: dict[str, Any] = {}
+        if max_file_bytes is not None:
+            options["max_file_bytes"] = max_file_bytes
+        report = self.mem.index(
+            path,
+            collection,
+            source=source,
+            include=include,
+            exclude=exclude,
+            agent_name=self.caller.agent or "",
+            scope=scope,
+            use_git=use_git,
+            dry_run=dry_run,
+            progress=progress,
+            **options,
+        )
+        return {
+            **_object(report),
+            "files_skipped": report.files_skipped,
+            "skipped_by_reason": report.skipped_by_reason(),
+            "summary": report.summary(),
+        }
+
+    def _check_index_root(self, path: str | os.PathLike[str]) -> None:
+        """Through a server, only folders under ``server.index_roots`` may be indexed (the
+        path resolved, symlinks followed, so ``root/../etc`` or a link out is outside)."""
+        roots = [Path(r).expanduser().resolve() for r in self.mem.config.server.index_roots]
+        if not roots:
+            raise PermissionDeniedError(
+                "indexing through the server is off: the operator lists the folders it may "
+                "read in server.index_roots"
+            )
+        target = Path(path).expanduser().resolve()
+        if not any(target == root or target.is_relative_to(root) for root in roots):
+            raise PermissionDeniedError(
+                "the server indexes only folders under server.index_roots: "
+                + ", ".join(str(r) for r in roots)
+            )
+
+    def cache(
+        self,
+        key: str,
+        content: str,
+        ttl_days: float,
+        source: str,
+        *,
+        collection: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        scope: str | Sequence[str] | None = None,
+    ) -> dict[str, Any]:
+        """Cache outside information under ``key`` for ``ttl_days``; caching a key again
+        replaces its entry (the entry's owner only)."""
+        from omoide.service.local import _store_lock
+
+        writer = self._writer()
+        target = self.mem.semantic.cache.collection if collection is None else collection
+        self._check_document_writer(target, [metadata], 1)
+        with _store_lock(self.mem):
+            if isinstance(key, str):
+                self._check_document_owners(target, [cache_id(key, writer)])
+            doc_id = self.mem.semantic.cache(
+                key,
+                content,
+                ttl_days,
+                source,
+                collection=target,
+                metadata=metadata,
+                agent_name=writer,
+                scope=scope,
+            )
+        return _object(self.mem.semantic.get(target, doc_id))
+
+    def cached(self, key: str, *, collection: str | None = None) -> dict[str, Any]:
+        """The live entry cached under ``key`` (NotFoundError if absent, expired or hidden)."""
+        doc = self.mem.semantic.cache.get(
+            key,
+            collection=collection,
+            reader=self.caller.reader,
+            reader_teams=self.caller.teams,
+            agent_name=self.caller.agent or "",
+        )
+        if doc is None:
+            raise NotFoundError("cache entry", key)
+        return _object(doc)
+
+
+def _collection(note: tuple[str, str]) -> str | None:
+    """The collection a skipped or failed item of a forgetting report is in (if known)."""
+    return note.collection if isinstance(note, ItemNote) else None
+
+
+def _object(value: Any) -> dict[str, Any]:
+    from omoide.service.local import to_json
+
+    out: dict[str, Any] = to_json(value)
+    return out
+
+
+def _plain(value: Any) -> Any:
+    from omoide.service.local import to_json
+
+    return None if value is None else to_json(value)

@@ -1,0 +1,1 @@
+"""Reading Japanese and English text: full-text terms, identifiers and time expressions."""

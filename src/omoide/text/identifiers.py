@@ -1,0 +1,48 @@
+"""Identifiers: the tokens of a text that name one specific thing.
+
+Any run of ASCII letters and digits with at least one digit, possibly joined by ``-`` ``.``
+``,`` ``:`` or ``/`` — incident codes (``E-04512``), invoice numbers (``INV-003-ceo``),
+versions (``2.3.1``), amounts (``1,200``), quarters (``Q3``). Distillation never merges
+episodes naming different identifiers (:mod:`omoide.pipelines.distill`), and recall looks for the
+documents and episodes that hold an identifier a question names, and ranks down those that
+name another identifier of the same form instead (:mod:`omoide.recall.router`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+__all__ = ["form", "identifier_tokens", "identifiers", "names_another"]
+
+_IDENTIFIER = re.compile(r"[A-Za-z0-9]+(?:[-.,:/][A-Za-z0-9]+)*")
+_DIGIT = re.compile(r"[0-9]")
+
+
+def identifier_tokens(text: str) -> list[str]:
+    """The identifiers in ``text`` as written, each once, in order of appearance."""
+    found = (t for t in _IDENTIFIER.findall(text) if any(c.isdigit() for c in t))
+    return list(dict.fromkeys(found))
+
+
+def identifiers(text: str) -> frozenset[str]:
+    """The identifiers ``text`` names, case-folded (for comparing two texts)."""
+    return frozenset(token.casefold() for token in identifier_tokens(text))
+
+
+def form(identifier: str) -> str:
+    """The form of an identifier: case-folded, every digit a ``0`` (``E-03424`` → ``e-00000``)."""
+    return _DIGIT.sub("0", identifier.casefold())
+
+
+def names_another(asked: Iterable[str], text: str) -> bool:
+    """True if ``text`` names none of the ``asked`` identifiers but another of the same form
+    as one of them: ``E-02365`` when ``E-03424`` was asked for, ``Q2`` for ``Q1`` — about
+    another incident or quarter. Only asked identifiers with a letter have a form worth
+    comparing (plain numbers such as years or amounts do not)."""
+    wanted = {a.casefold() for a in asked}
+    held = identifiers(text)
+    if held & wanted:
+        return False
+    forms = {form(a) for a in wanted if any(c.isalpha() for c in a)}
+    return any(form(h) in forms for h in held)
