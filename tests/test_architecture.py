@@ -27,8 +27,8 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("omoide.recall",),
     ("omoide.memory",),
     ("omoide.service",),
-    ("omoide.server", "omoide.cli", "omoide.testing"),
-    ("omoide.simulation", "omoide", "omoide.__main__"),
+    ("omoide.server", "omoide.cli", "omoide.simulation", "omoide.testing"),
+    ("omoide", "omoide.__main__"),
 )
 
 

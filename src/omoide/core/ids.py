@@ -10,21 +10,19 @@ could create the item before the system does and have the system's write land on
 library itself, and imports of an export, still write them.
 
 Ids derived from something another agent could guess (a message number, a text) are keyed
-by a secret of the data directory (:func:`directory_secret`), so no agent can compute the id
-the system will give someone else's item.
+by a secret of the data directory (:func:`omoide.storage.secrets.directory_secret`), so no
+agent can compute the id the system will give someone else's item.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
-import secrets
 from typing import Any
 
 from omoide.errors import ReservedIdError
-from omoide.storage import Database
 
-__all__ = ["RESERVED_ID_PREFIXES", "check_client_id", "directory_secret", "keyed_digest"]
+__all__ = ["RESERVED_ID_PREFIXES", "check_client_id", "keyed_digest"]
 
 #: Prefixes of the ids omoide generates for episodes and documents.
 RESERVED_ID_PREFIXES = ("ep-", "wm-", "h-", "cache-", "file-", "episode-", "distilled-")
@@ -39,20 +37,6 @@ def check_client_id(field: str, value: Any) -> Any:
             if folded.startswith(prefix):
                 raise ReservedIdError(field, value, prefix)
     return value
-
-
-def directory_secret(db: Database, name: str) -> bytes:
-    """A random secret of this data directory, created on first use and kept in ``meta``
-    (which no route reads or exports): the key of ids that must not be predictable."""
-    key = f"secret:{name}"
-    with db.transaction() as conn:
-        conn.execute(
-            "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO NOTHING",
-            (key, secrets.token_hex(32)),
-        )
-    value = db.get_meta(key)
-    assert value is not None
-    return bytes.fromhex(value)
 
 
 def keyed_digest(secret: bytes, *parts: str) -> str:

@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 __all__ = [
+    "LAYERS",
     "CollectionStats",
     "Episode",
     "Message",
@@ -21,6 +22,9 @@ __all__ = [
     "QueryHit",
     "SemanticDocument",
 ]
+
+#: The four memory layers, in the order the article's recall flowchart asks them.
+LAYERS: tuple[str, ...] = ("working", "episodic", "semantic", "procedural")
 
 
 @dataclass(frozen=True)

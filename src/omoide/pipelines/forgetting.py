@@ -17,17 +17,17 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from omoide.clock import Clock, to_timestamp
-from omoide.core.conditions import Condition, parse_condition
 from omoide.core.freshness import FreshnessCurve
+from omoide.core.policies import FORGETTABLE_LAYERS, ForgettingPolicy, policies_from_config
 from omoide.core.protection import NeverForget
-from omoide.errors import ConditionSyntaxError, OmoideError, UnknownLayerError, ValidationError
-from omoide.pipelines.lifecycle import ACTIONS, LAYERS, Lifecycle
+from omoide.errors import OmoideError, ValidationError
+from omoide.pipelines.lifecycle import Lifecycle
 from omoide.storage import Database
 
 __all__ = [
@@ -39,74 +39,6 @@ __all__ = [
     "PolicyReport",
     "policies_from_config",
 ]
-
-_POLICY_KEYS = {"name", "target_layer", "condition", "action", "grace_period_days"}
-
-
-@dataclass(frozen=True)
-class ForgettingPolicy:
-    """A rule for forgetting: which items of a layer, what to do, after how long.
-
-    The condition is parsed on construction: a malformed one raises
-    :class:`~omoide.errors.ConditionSyntaxError` here, not when the policy runs.
-    """
-
-    name: str
-    target_layer: str
-    condition: str
-    action: str
-    grace_period_days: float = 0
-    compiled: Condition = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not self.name.strip():
-            raise ValidationError("name", "a policy needs a non-empty name")
-        if self.target_layer not in LAYERS:
-            raise UnknownLayerError(self.target_layer, list(LAYERS), field="target_layer")
-        if self.action not in ACTIONS:
-            raise ValidationError(
-                "action", f"expected one of {', '.join(ACTIONS)}, got {self.action!r}"
-            )
-        grace = self.grace_period_days
-        if isinstance(grace, bool) or not isinstance(grace, int | float) or not grace >= 0:
-            raise ValidationError("grace_period_days", f"expected a number >= 0, got {grace!r}")
-        compiled = parse_condition(self.condition, self.target_layer, label=f"policy {self.name!r}")
-        object.__setattr__(self, "compiled", compiled)
-
-    @classmethod
-    def from_mapping(cls, data: Mapping[str, Any], where: str = "policy") -> ForgettingPolicy:
-        """A policy from configuration data (a TOML table)."""
-        unknown = set(data) - _POLICY_KEYS
-        if unknown:
-            raise ValidationError(f"{where}.{sorted(unknown)[0]}", "unknown policy key")
-        missing = {"name", "target_layer", "condition", "action"} - set(data)
-        if missing:
-            raise ValidationError(f"{where}.{sorted(missing)[0]}", "is required")
-        try:
-            return cls(**dict(data))
-        except ConditionSyntaxError:
-            raise
-        except ValidationError as exc:
-            raise ValidationError(f"{where}.{exc.field}", exc.message) from None
-
-
-def policies_from_config(
-    policies: Iterable[Mapping[str, Any] | ForgettingPolicy],
-) -> list[ForgettingPolicy]:
-    """Build (and so validate) the configured policies; names must be unique."""
-    built: list[ForgettingPolicy] = []
-    for i, spec in enumerate(policies):
-        policy = (
-            spec
-            if isinstance(spec, ForgettingPolicy)
-            else ForgettingPolicy.from_mapping(spec, f"forgetting.policies[{i}]")
-        )
-        if any(p.name == policy.name for p in built):
-            raise ValidationError(
-                f"forgetting.policies[{i}].name", f"policy {policy.name!r} is defined twice"
-            )
-        built.append(policy)
-    return built
 
 
 @dataclass(frozen=True)
@@ -245,7 +177,7 @@ class Forgetting:
     def plan(self, now: datetime | None = None) -> list[PolicyReport]:
         """What each policy would do now, from one snapshot of the store."""
         now = now or self._clock.now()
-        items = {layer: self._items(layer, now) for layer in LAYERS}
+        items = {layer: self._items(layer, now) for layer in FORGETTABLE_LAYERS}
         claimed: dict[tuple[str, str, str], str] = {}
         reports = []
         for policy in self._policies:

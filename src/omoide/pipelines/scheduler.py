@@ -6,8 +6,8 @@ processes. A :class:`Scheduler` runs it every day at ``distill.schedule`` (``"03
 time of the clock; ``"03:00 Asia/Tokyo"`` names a zone) inside a long-running process; a run
 missed while the process was down is made up once when it starts again. For cron::
 
-    python -m omoide.pipelines.scheduler ./omoide-data --once          # 0 3 * * *  (crontab)
-    python -m omoide.pipelines.scheduler ./omoide-data                  # or stay up and run daily
+    python -m omoide.cli.schedule ./omoide-data --once          # 0 3 * * *  (crontab)
+    python -m omoide.cli.schedule ./omoide-data                  # or stay up and run daily
 
 Time comes from the injected clock: with a :class:`~omoide.clock.ManualClock` a month of
 nightly runs takes a moment and nothing sleeps for real.
@@ -15,33 +15,30 @@ nightly runs takes a moment and nothing sleeps for real.
 
 from __future__ import annotations
 
-import argparse
-import json
 import logging
-import re
-import sys
 import threading
-from dataclasses import asdict, dataclass
-from datetime import datetime, timedelta, tzinfo
-from typing import TYPE_CHECKING
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Protocol
 
 from omoide.clock import Clock, from_timestamp
+from omoide.core.config import Config
+from omoide.core.policies import Schedule
 from omoide.errors import ConfigError, StoreLockedError
 from omoide.pipelines.distill import DistillReport
 from omoide.pipelines.forgetting import ForgetReport
+from omoide.storage import Database
 
 if TYPE_CHECKING:
-    from omoide.memory import Memory
     from omoide.pipelines.retention import RetentionReport
 
 __all__ = [
     "MAINTENANCE_LOCK",
     "BackgroundMaintenance",
+    "Maintained",
     "MaintenanceReport",
     "Schedule",
     "Scheduler",
-    "main",
 ]
 
 _log = logging.getLogger("omoide.pipelines.scheduler")
@@ -49,8 +46,6 @@ _log = logging.getLogger("omoide.pipelines.scheduler")
 MAINTENANCE_LOCK = "maintenance.lock"
 #: Meta key holding the time of the last completed maintenance run.
 LAST_RUN_KEY = "maintenance_last_run"
-
-_TIME = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)(?:\s+(\S+))?$")
 
 
 @dataclass(frozen=True)
@@ -64,50 +59,23 @@ class MaintenanceReport:
     retention: RetentionReport | None = None
 
 
-@dataclass(frozen=True)
-class Schedule:
-    """A daily time of day, in a zone (None: the zone of the clock's ``now()``)."""
+class Maintained(Protocol):
+    """What the scheduler runs: a memory with a configuration, a clock, a database (for the
+    time of the last run, shared by every process) and a ``maintain()`` — the
+    :class:`~omoide.memory.Memory` facade, named by what is needed so this module sits below it."""
 
-    hour: int
-    minute: int
-    zone: tzinfo | None = None
+    @property
+    def config(self) -> Config: ...
 
-    @classmethod
-    def parse(cls, text: str) -> Schedule:
-        """``"HH:MM"`` or ``"HH:MM Area/City"``; ConfigError otherwise."""
-        match = _TIME.match(text.strip()) if isinstance(text, str) else None
-        if match is None:
-            raise ConfigError(
-                f"distill.schedule: expected 'HH:MM' or 'HH:MM Area/City', got {text!r}"
-            )
-        zone: tzinfo | None = None
-        if match.group(3):
-            try:
-                zone = ZoneInfo(match.group(3))
-            except (ZoneInfoNotFoundError, ValueError):
-                raise ConfigError(
-                    f"distill.schedule: unknown time zone {match.group(3)!r}"
-                ) from None
-        return cls(int(match.group(1)), int(match.group(2)), zone)
+    @property
+    def clock(self) -> Clock: ...
 
-    def _slot(self, day: datetime) -> datetime:
-        return day.replace(hour=self.hour, minute=self.minute, second=0, microsecond=0)
+    @property
+    def db(self) -> Database | None: ...
 
-    def latest(self, moment: datetime) -> datetime:
-        """The last scheduled time at or before ``moment``."""
-        local = moment.astimezone(self.zone) if self.zone else moment
-        slot = self._slot(local)
-        if slot > local:
-            slot = self._slot(local - timedelta(days=1))
-        return slot
-
-    def following(self, moment: datetime) -> datetime:
-        """The first scheduled time strictly after ``moment``."""
-        local = moment.astimezone(self.zone) if self.zone else moment
-        slot = self._slot(local)
-        if slot <= local:
-            slot = self._slot(local + timedelta(days=1))
-        return slot
+    def maintain(self) -> MaintenanceReport:
+        """Run distillation, forgetting and collection policies once."""
+        ...
 
 
 class Scheduler:
@@ -115,7 +83,7 @@ class Scheduler:
 
     def __init__(
         self,
-        memory: Memory,
+        memory: Maintained,
         *,
         schedule: str | None = None,
         clock: Clock | None = None,
@@ -180,7 +148,7 @@ class BackgroundMaintenance:
     """A :class:`Scheduler` in a daemon thread of a long-running process (``omoide serve``).
 
     The process that serves a data directory owns it (a separate ``python -m
-    omoide.pipelines.scheduler`` would get StoreLockedError), so it runs the daily job itself. The
+    omoide.cli.schedule`` would get StoreLockedError), so it runs the daily job itself. The
     thread checks when the next run is due, waits until then (at most ``poll_seconds``, on
     an event, so :meth:`stop` returns at once) and runs it; :meth:`wake` makes it check now.
     A run that fails is logged and retried at the next check; the thread keeps going.
@@ -188,7 +156,7 @@ class BackgroundMaintenance:
 
     def __init__(
         self,
-        memory: Memory,
+        memory: Maintained,
         *,
         schedule: str | None = None,
         clock: Clock | None = None,
@@ -257,52 +225,3 @@ class BackgroundMaintenance:
                 else min((due - now).total_seconds(), scheduler.poll_seconds)
             )
             self._wake.wait(wait)
-
-
-def _summary(report: MaintenanceReport) -> dict[str, object]:
-    distill = asdict(report.distill)
-    distill["skipped"] = len(report.distill.skipped)
-    return {
-        "started_at": report.started_at.isoformat(),
-        "seconds": round(report.seconds, 3),
-        "distill": distill,
-        "forget": {
-            p.name: {"candidates": p.candidates, "acted": len(p.acted), "failed": len(p.failed)}
-            for p in report.forget.policies
-        },
-        "retention": None
-        if report.retention is None
-        else {
-            policy: report.retention.count(policy)
-            for policy in ("retention", "capacity", "cache_expiry")
-        },
-    }
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m omoide.pipelines.scheduler DIR [--once] [--at HH:MM]``: maintenance for cron or
-    as a
-    daemon. Prints one JSON line per run."""
-    from omoide.memory import Memory
-
-    parser = argparse.ArgumentParser(
-        prog="python -m omoide.pipelines.scheduler", description=__doc__
-    )
-    parser.add_argument("path", nargs="?", help="data directory (default: $OMOIDE_HOME)")
-    parser.add_argument("--once", action="store_true", help="run maintenance now and exit")
-    parser.add_argument("--at", help="daily time, 'HH:MM' or 'HH:MM Area/City'")
-    args = parser.parse_args(argv)
-    with Memory(args.path) as memory:
-        if args.once:
-            print(json.dumps(_summary(memory.maintain()), ensure_ascii=False), flush=True)
-            return 0
-        scheduler = Scheduler(memory, schedule=args.at)
-        while True:
-            before = len(scheduler.reports)
-            scheduler.run_forever(max_runs=1)
-            for report in scheduler.reports[before:]:
-                print(json.dumps(_summary(report), ensure_ascii=False), flush=True)
-
-
-if __name__ == "__main__":  # pragma: no cover - exercised through a subprocess
-    sys.exit(main())

@@ -20,6 +20,7 @@ from typing import Any
 
 from omoide.clock import Clock, from_timestamp, to_timestamp
 from omoide.core.config import RouterConfig
+from omoide.core.models import LAYERS
 from omoide.core.validation import check_datetime, check_name, check_positive_int
 from omoide.errors import NotFoundError, ValidationError
 from omoide.storage import Database
@@ -194,8 +195,6 @@ class RecallLog:
         where = ["i.item_id = ?"]
         params: list[Any] = [item_id]
         if layer is not None:
-            from omoide.recall.router import LAYERS  # the router defines the layer names
-
             if layer not in LAYERS:
                 raise ValidationError("layer", f"unknown layer {layer!r}")
             where.append("i.layer = ?")

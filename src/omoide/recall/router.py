@@ -63,11 +63,19 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from omoide.core.context import (
+from omoide.core.config import RouterConfig
+from omoide.core.models import LAYERS
+from omoide.core.scope import teams_of
+from omoide.core.validation import check_datetime, check_name, check_positive_int, check_text
+from omoide.errors import NotFoundError, UnknownLayerError, ValidationError
+from omoide.layers.episodic.store import episode_text
+from omoide.layers.procedural import trigger_match
+from omoide.recall.candidates import codes, gather_documents, names_agent, subject_share
+from omoide.recall.context import (
     FOOTER,
     Context,
     ContextItem,
@@ -75,24 +83,13 @@ from omoide.core.context import (
     render_header,
     render_item,
 )
-from omoide.core.scope import teams_of
-from omoide.core.validation import check_datetime, check_name, check_positive_int, check_text
-from omoide.errors import NotFoundError, UnknownLayerError, ValidationError
-from omoide.layers.episodic.store import episode_text
-from omoide.layers.procedural import trigger_match
-from omoide.recall.candidates import codes, gather_documents, names_agent, subject_share
+from omoide.recall.sources import MemoryParts
 from omoide.text.fulltext import content_terms, coverage
 from omoide.text.identifiers import identifiers, names_another
 from omoide.text.timeexpr import TimeRange, find_time_range
 
-if TYPE_CHECKING:
-    from omoide.core.config import RouterConfig
-    from omoide.memory import Memory
-
 __all__ = ["LAYERS", "Context", "ContextItem", "Route", "Router", "route"]
 
-#: The layers a recall can draw from, in the flowchart's order.
-LAYERS: tuple[str, ...] = ("working", "episodic", "semantic", "procedural")
 #: Longest query accepted (characters).
 MAX_QUERY_CHARS = 10_000
 #: An item is cut to fit the remaining budget only if at least this many tokens remain.
@@ -160,7 +157,7 @@ def route(query: str, now: datetime) -> Route:
 class Router:
     """Recall across layers; used through :meth:`Memory.recall`."""
 
-    def __init__(self, memory: Memory) -> None:
+    def __init__(self, memory: MemoryParts) -> None:
         self._mem = memory
         self._procedure_vectors: dict[tuple[str, int, float], Any] = {}
 

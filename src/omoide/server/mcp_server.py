@@ -29,7 +29,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from omoide import __version__
+from omoide._version import __version__
 from omoide.errors import AuthenticationError, OmoideError
 from omoide.memory import Memory
 from omoide.server.auth import CALLER, KeyAuthMiddleware

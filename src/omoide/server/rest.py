@@ -29,7 +29,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from omoide import __version__
+from omoide._version import __version__
 from omoide.errors import (
     AlreadyExistsError,
     AuthenticationError,

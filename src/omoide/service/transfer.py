@@ -144,7 +144,7 @@ def export_jsonl(
     mem: Memory, *, embeddings: bool = True, progress: Progress | None = None
 ) -> Iterator[str]:
     """Every layer of ``mem`` as JSON Lines (each string is one line, without newline)."""
-    from omoide import __version__
+    from omoide._version import __version__
 
     assert mem.db is not None
     uri = mem.db.path.resolve().as_uri() + "?mode=ro"
