@@ -44,19 +44,24 @@ import hashlib
 import json
 import os
 import stat
-import sys
 import threading
-from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
-from omoide.clock import Clock, SystemClock, to_timestamp
+from omoide.clock import Clock, to_timestamp
 from omoide.core.scope import normalize_scope
 from omoide.core.validation import check_name, check_positive_int
 from omoide.errors import CapacityError, UnknownCollectionError, ValidationError
 from omoide.ingest.filetree import list_files
+from omoide.ingest.reports import (
+    IndexProgress,
+    IndexReport,
+    ProgressBar,
+    ProgressCallback,
+    SkippedFile,
+)
 from omoide.ingest.sections import Section, detect_language, split_file
 from omoide.layers.semantic.store import SemanticStore
 from omoide.storage import Database
@@ -67,6 +72,7 @@ __all__ = [
     "IndexReport",
     "Indexer",
     "ProgressBar",
+    "ProgressCallback",
     "SkippedFile",
     "document_id",
 ]
@@ -88,109 +94,6 @@ BINARY = "binary"
 NOT_UTF8 = "not UTF-8"
 EMPTY = "empty"
 UNREADABLE = "unreadable"
-
-
-@dataclass(frozen=True)
-class SkippedFile:
-    """A file the run did not index, and why (``reason`` is one of a few short codes)."""
-
-    path: str
-    reason: str
-    detail: str = ""
-
-
-@dataclass(frozen=True)
-class IndexProgress:
-    """Where a run is: ``phase`` ``scan`` (reading and hashing) or ``index`` (embedding)."""
-
-    phase: str
-    done: int
-    total: int
-    path: str
-
-
-@dataclass(frozen=True)
-class IndexReport:
-    """What an index run did: files by outcome, documents and chunks written, time taken."""
-
-    collection: str
-    source: str
-    root: str
-    #: True when git listed the files.
-    git: bool
-    commit: str | None
-    files_seen: int
-    files_indexed: int
-    files_unchanged: int
-    files_removed: int
-    skipped: tuple[SkippedFile, ...]
-    #: Documents (sections) written, and removed, by this run.
-    documents: int
-    documents_removed: int
-    #: Chunks (vectors) written by this run.
-    chunks: int
-    seconds: float
-    #: True when nothing was written (``dry_run=True``): the figures are what would happen.
-    dry_run: bool = False
-
-    @property
-    def files_skipped(self) -> int:
-        return len(self.skipped)
-
-    def skipped_by_reason(self) -> dict[str, int]:
-        """How many files were skipped for each reason."""
-        return dict(Counter(s.reason for s in self.skipped))
-
-    def summary(self) -> str:
-        """One line for people: what happened and how fast."""
-        verb = "would index" if self.dry_run else "indexed"
-        reasons = ", ".join(f"{n} {r}" for r, n in sorted(self.skipped_by_reason().items()))
-        skipped = f"{self.files_skipped} skipped" + (f" ({reasons})" if reasons else "")
-        return (
-            f"{self.source} → {self.collection}: {verb} {self.files_indexed} of "
-            f"{self.files_seen} files ({self.files_unchanged} unchanged, {self.files_removed} "
-            f"removed, {skipped}); {self.documents} documents, {self.chunks} chunks written, "
-            f"{self.documents_removed} removed in {self.seconds:.1f} s"
-        )
-
-
-ProgressCallback = Callable[[IndexProgress], None]
-
-
-class ProgressBar:
-    """A progress bar for index runs on a terminal (stderr by default); pass as ``progress``.
-
-    On a terminal it redraws one line at most ten times a second; on anything else it writes
-    one line as each phase completes.
-    """
-
-    def __init__(
-        self, stream: TextIO | None = None, *, width: int = 28, clock: Clock | None = None
-    ) -> None:
-        self._stream = stream if stream is not None else sys.stderr
-        self._width = width
-        self._clock = clock or SystemClock()
-        self._tty = bool(getattr(self._stream, "isatty", lambda: False)())
-        self._last = -1.0
-
-    def __call__(self, event: IndexProgress) -> None:
-        finished = event.done >= event.total
-        if not self._tty:
-            if finished:
-                self._stream.write(f"{event.phase}: {event.done}/{event.total} files\n")
-                self._stream.flush()
-            return
-        now = self._clock.monotonic()
-        if not finished and now - self._last < 0.1:
-            return
-        self._last = now
-        filled = int(self._width * event.done / event.total) if event.total else self._width
-        bar = "#" * filled + "-" * (self._width - filled)
-        name = event.path if len(event.path) <= 40 else "…" + event.path[-39:]
-        self._stream.write(f"\r{event.phase:<5} [{bar}] {event.done}/{event.total} {name:<40}")
-        if finished:
-            self._stream.write("\n")
-        self._stream.flush()
 
 
 def document_id(collection: str, source: str, path: str, section: str) -> str:

@@ -56,12 +56,9 @@ Everything an agent reads through the router is limited to what its scope allows
 
 from __future__ import annotations
 
-import hashlib
-import re
-import unicodedata
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -76,81 +73,19 @@ from omoide.layers.episodic.store import episode_text
 from omoide.layers.procedural import trigger_match
 from omoide.recall.candidates import codes, gather_documents, names_agent, subject_share
 from omoide.recall.context import (
-    FOOTER,
     Context,
     ContextItem,
-    render_context,
-    render_header,
-    render_item,
 )
+from omoide.recall.packing import dedupe, pack
+from omoide.recall.route import Route, route
 from omoide.recall.sources import MemoryParts
 from omoide.text.fulltext import content_terms, coverage
 from omoide.text.identifiers import identifiers, names_another
-from omoide.text.timeexpr import TimeRange, find_time_range
 
 __all__ = ["LAYERS", "Context", "ContextItem", "Route", "Router", "route"]
 
 #: Longest query accepted (characters).
 MAX_QUERY_CHARS = 10_000
-#: An item is cut to fit the remaining budget only if at least this many tokens remain.
-MIN_TRUNCATED_TOKENS = 24
-#: Packing stops after this many items that did not fit (the budget is as good as full).
-MAX_MISSES = 3
-
-_PAST_EN = re.compile(
-    r"\b(?:last time|previous(?:ly)?|before|earlier|did (?:we|i|you|they|he|she)|"
-    r"have (?:we|i|you) (?:ever|already)|when did|what happened|remember|experience[ds]?|"
-    r"history|ago|used to|incident|same (?:error|problem|issue))\b",
-    re.IGNORECASE,
-)
-_PAST_JA = re.compile(r"前回|以前|過去|前に|経験|したこと|あった|いつ|覚えて|履歴|事例|同じ|この前")
-_HOWTO_EN = re.compile(
-    r"\b(?:how (?:do|can|should|to|would)|steps?|procedures?|process for|guide|instructions?|"
-    r"workflow|checklist|runbook|recipe|best way)\b",
-    re.IGNORECASE,
-)
-_HOWTO_JA = re.compile(
-    r"手順|方法|やり方|どうやって|どのように|どうすれば|仕方|進め方|フロー|段取り"
-)
-
-
-@dataclass(frozen=True)
-class Route:
-    """Which layers a question goes to, how much each weighs, and why."""
-
-    weights: Mapping[str, float]
-    reasons: Mapping[str, str]
-    time_range: TimeRange | None = None
-    past: bool = False
-    howto: bool = False
-
-
-def route(query: str, now: datetime) -> Route:
-    """Read the flowchart's cues in ``query`` (time expression, past experience, how-to)."""
-    text = unicodedata.normalize("NFKC", query)
-    time_range = find_time_range(text, now)
-    past = bool(_PAST_EN.search(text) or _PAST_JA.search(text))
-    howto = bool(_HOWTO_EN.search(text) or _HOWTO_JA.search(text))
-    weights = {"working": 1.0, "episodic": 0.9, "semantic": 1.0, "procedural": 0.6}
-    reasons = {
-        "working": "referenced in this session in the last minutes",
-        "episodic": "matches a past experience",
-        "semantic": "knowledge matching the question",
-        "procedural": "a procedure whose trigger matches",
-    }
-    if time_range is not None or past:
-        weights.update(episodic=1.0, semantic=0.85)
-        reasons["episodic"] = (
-            f"past experience; the question names a time ({time_range.expression})"
-            if time_range is not None
-            else "the question asks about past experience"
-        )
-    if howto:
-        weights.update(procedural=1.0, semantic=0.9, episodic=min(weights["episodic"], 0.85))
-        reasons["procedural"] = "the question asks how to do something"
-    return Route(weights, reasons, time_range, past, howto)
-
-
 # -- the router -------------------------------------------------------------------------
 
 
@@ -196,7 +131,9 @@ class Router:
         if "procedural" in chosen:
             candidates += self._procedural(query, agent, teams, plan)
 
-        items, rendered, used = self._pack(query, agent, _dedupe(candidates), budget)
+        items, rendered, used = pack(
+            query, agent, dedupe(candidates), budget, self._mem.token_counter
+        )
         self._touch(items, when)
         recall_id = None
         if mem.recall_log.enabled:
@@ -475,56 +412,6 @@ class Router:
             self._procedure_vectors[key] = vector
         return vector
 
-    # -- packing -----------------------------------------------------------------------
-
-    def _pack(
-        self, query: str, agent: str, candidates: list[ContextItem], budget: int
-    ) -> tuple[list[ContextItem], str, int]:
-        """Greedy by score: the best items that fit; a long item is cut to fit if enough
-        room is left. The rendered text is counted at the end and trimmed if the parts'
-        counts did not add up (tokenizers are not exactly additive)."""
-        count = self._mem.token_counter.count
-        head = render_header(query, agent)
-        used = count(head) + count(FOOTER) + 2
-        ranked = sorted(candidates, key=lambda i: (-i.score, i.layer, i.id))
-        chosen: list[ContextItem] = []
-        blocks: list[str] = []
-        misses = 0
-        for item in ranked:
-            if budget - used < MIN_TRUNCATED_TOKENS or misses >= MAX_MISSES:
-                break
-            n = len(chosen) + 1
-            block = render_item(n, item, item.text)
-            tokens = count(block) + 1
-            truncated = False
-            if used + tokens > budget:
-                room = budget - used - (tokens - count(item.text)) - 2
-                text = ""
-                if room >= MIN_TRUNCATED_TOKENS:
-                    text = self._mem.token_counter.truncate(item.text, room).rstrip()
-                if not text:
-                    misses += 1
-                    continue
-                block = render_item(n, item, text + "…")
-                tokens = count(block) + 1
-                if used + tokens > budget:
-                    misses += 1
-                    continue
-                truncated = True
-            used += tokens
-            blocks.append(block)
-            chosen.append(_replace_item(item, tokens=tokens, truncated=truncated))
-        if not chosen:
-            return [], "", 0
-        rendered = render_context(head, blocks)
-        total = count(rendered)
-        while total > budget and chosen:
-            chosen.pop()
-            blocks.pop()
-            rendered = render_context(head, blocks) if blocks else ""
-            total = count(rendered) if blocks else 0
-        return chosen, rendered, total
-
     def _touch(self, items: Sequence[ContextItem], now: datetime) -> None:
         mem = self._mem
         episodes = [i.id for i in items if i.layer == "episodic"]
@@ -580,31 +467,6 @@ def _identified(
         relevance *= config.other_identifier_factor
         why += f"; names another identifier than {', '.join(codes)}"
     return relevance, why
-
-
-def _fingerprint(text: str) -> str:
-    normalised = " ".join(unicodedata.normalize("NFKC", text).casefold().split())
-    return hashlib.sha1(normalised.encode()).hexdigest()
-
-
-def _dedupe(items: list[ContextItem]) -> list[ContextItem]:
-    """One item per memory: by layer and id, by the episode a document was made from, and by
-    identical text. The highest score wins."""
-    best: dict[str, ContextItem] = {}
-    alias: dict[str, str] = {}
-    for item in sorted(items, key=lambda i: -i.score):
-        keys = [f"{item.layer}:{item.id}", "text:" + _fingerprint(item.text)]
-        episode_id = item.metadata.get("episode_id") if item.layer == "semantic" else None
-        if item.layer == "episodic":
-            keys.append(f"episode:{item.id}")
-        elif isinstance(episode_id, str):
-            keys.append(f"episode:{episode_id}")
-        if any(k in alias for k in keys):
-            continue
-        best[keys[0]] = item
-        for k in keys:
-            alias[k] = keys[0]
-    return list(best.values())
 
 
 def _document_author(agent_name: str, metadata: Mapping[str, Any]) -> str:

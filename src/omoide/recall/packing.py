@@ -1,0 +1,95 @@
+"""Packing a context: the best items that fit the token budget, never over it, one per memory."""
+
+from __future__ import annotations
+
+import hashlib
+import unicodedata
+from dataclasses import replace
+
+from omoide.providers.tokens import TokenCounter
+from omoide.recall.context import FOOTER, ContextItem, render_context, render_header, render_item
+
+__all__ = ["MAX_MISSES", "MIN_TRUNCATED_TOKENS", "dedupe", "pack"]
+
+#: An item is cut to fit the remaining budget only if at least this many tokens remain.
+MIN_TRUNCATED_TOKENS = 24
+#: Packing stops after this many items that did not fit (the budget is as good as full).
+MAX_MISSES = 3
+
+
+def pack(
+    query: str,
+    agent: str,
+    candidates: list[ContextItem],
+    budget: int,
+    counter: TokenCounter,
+) -> tuple[list[ContextItem], str, int]:
+    """Greedy by score: the best items that fit; a long item is cut to fit if enough
+    room is left. The rendered text is counted at the end and trimmed if the parts'
+    counts did not add up (tokenizers are not exactly additive)."""
+    count = counter.count
+    head = render_header(query, agent)
+    used = count(head) + count(FOOTER) + 2
+    ranked = sorted(candidates, key=lambda i: (-i.score, i.layer, i.id))
+    chosen: list[ContextItem] = []
+    blocks: list[str] = []
+    misses = 0
+    for item in ranked:
+        if budget - used < MIN_TRUNCATED_TOKENS or misses >= MAX_MISSES:
+            break
+        n = len(chosen) + 1
+        block = render_item(n, item, item.text)
+        tokens = count(block) + 1
+        truncated = False
+        if used + tokens > budget:
+            room = budget - used - (tokens - count(item.text)) - 2
+            text = ""
+            if room >= MIN_TRUNCATED_TOKENS:
+                text = counter.truncate(item.text, room).rstrip()
+            if not text:
+                misses += 1
+                continue
+            block = render_item(n, item, text + "…")
+            tokens = count(block) + 1
+            if used + tokens > budget:
+                misses += 1
+                continue
+            truncated = True
+        used += tokens
+        blocks.append(block)
+        chosen.append(replace(item, tokens=tokens, truncated=truncated))
+    if not chosen:
+        return [], "", 0
+    rendered = render_context(head, blocks)
+    total = count(rendered)
+    while total > budget and chosen:
+        chosen.pop()
+        blocks.pop()
+        rendered = render_context(head, blocks) if blocks else ""
+        total = count(rendered) if blocks else 0
+    return chosen, rendered, total
+
+
+def _fingerprint(text: str) -> str:
+    normalised = " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+    return hashlib.sha1(normalised.encode()).hexdigest()
+
+
+def dedupe(items: list[ContextItem]) -> list[ContextItem]:
+    """One item per memory: by layer and id, by the episode a document was made from, and by
+    identical text. The highest score wins."""
+    best: dict[str, ContextItem] = {}
+    alias: dict[str, str] = {}
+    for item in sorted(items, key=lambda i: -i.score):
+        keys = [f"{item.layer}:{item.id}", "text:" + _fingerprint(item.text)]
+        episode_id = item.metadata.get("episode_id") if item.layer == "semantic" else None
+        if item.layer == "episodic":
+            keys.append(f"episode:{item.id}")
+        elif isinstance(episode_id, str):
+            keys.append(f"episode:{episode_id}")
+        if any(k in alias for k in keys):
+            continue
+        best[keys[0]] = item
+        for k in keys:
+            alias[k] = keys[0]
+    return list(best.values())
