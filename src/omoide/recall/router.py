@@ -71,7 +71,7 @@ from omoide.core.validation import check_datetime, check_name, check_positive_in
 from omoide.errors import NotFoundError, UnknownLayerError, ValidationError
 from omoide.layers.episodic.store import episode_text
 from omoide.layers.procedural import trigger_match
-from omoide.recall.candidates import codes, gather_documents, names_agent, subject_share
+from omoide.recall.documents import codes, gather_documents, names_agent, subject_share
 from omoide.recall.context import (
     Context,
     ContextItem,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from omoide import Memory
-from omoide.recall.candidates import codes, gather_documents, names_agent, subject_share
+from omoide.recall.documents import codes, gather_documents, names_agent, subject_share
 
 
 def test_names_finds_latin_names_as_whole_words_even_beside_japanese() -> None:
