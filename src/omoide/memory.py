@@ -30,12 +30,14 @@ from omoide.core.models import CollectionStats, Episode, Message
 from omoide.core.protection import NeverForget
 from omoide.core.scope import normalize_scope
 from omoide.errors import ConfigError, OmoideError, StoreLockedError
+from omoide.ingest.conversation import AddReport, ConversationIngest
 from omoide.ingest.indexing import DEFAULT_MAX_FILE_BYTES, Indexer, IndexReport, ProgressCallback
 from omoide.layers.episodic.store import EpisodicStore, episode_text
 from omoide.layers.procedural import ProceduralMemory
 from omoide.layers.semantic.store import SemanticStore
 from omoide.layers.working import WorkingMemory, promoted_episode_id
 from omoide.pipelines.distill import Distiller, DistillReport
+from omoide.pipelines.extraction import Extraction
 from omoide.pipelines.forgetting import ForgetReport, Forgetting, policies_from_config
 from omoide.pipelines.lifecycle import AuditEntry, Lifecycle
 from omoide.pipelines.retention import Retention, RetentionReport
@@ -128,6 +130,7 @@ class Memory:
         try:
             self._open(embedder, token_counter, freshness)
             self._open_pipelines(llm)
+            self._open_ingest()
             tighten(self.path)  # what older versions or ChromaDB created with the umask
         except BaseException:
             self._shutdown()
@@ -536,6 +539,63 @@ class Memory:
             layers=layers,
             now=now,
         )
+
+    # -- conversations ------------------------------------------------------------------------
+
+    def _open_ingest(self) -> None:
+        """Conversation ingest, and extraction with the distiller's LLM (when it can chat)."""
+        self._conversation = ConversationIngest(
+            self.episodic,
+            lambda agent, session: self.working(agent, session),
+            clock=self.clock,
+            secret=self._conversation_secret,
+            config=self.config.ingest,
+        )
+        self._extraction = Extraction(self.distiller.llm, self.semantic, self.config.ingest)
+
+    def _conversation_secret(self) -> bytes:
+        assert self.db is not None
+        return directory_secret(self.db, "conversation")
+
+    def add(
+        self,
+        messages: Any,
+        *,
+        agent_name: str,
+        session_id: str,
+        timestamp: datetime | str | None = None,
+        scope: str | Sequence[str] | None = None,
+    ) -> AddReport:
+        """Hand omoide what was said: chat messages (``{"role", "content", "name"?,
+        "timestamp"?, "id"?}``, a list or one) become episodes of the session's thread and
+        working memory, idempotently; with an LLM that can chat, facts, decisions and
+        preferences are extracted into ``ingest.collection`` as versioned, attributed items.
+        See :mod:`omoide.ingest.conversation` and :mod:`omoide.pipelines.extraction`.
+        """
+        self._check_open()
+        report = self._conversation.add(
+            messages, agent_name=agent_name, session_id=session_id, timestamp=timestamp, scope=scope
+        )
+        if report.recorded and self._extraction.enabled:
+            stored, notes = self._extraction.run(
+                report.recorded,
+                agent_name=report.agent_name,
+                related=lambda text: self._related(text, report.agent_name),
+                scope=scope,
+            )
+            report.extracted += stored
+            report.notes += notes
+        return report
+
+    def _related(self, text: str, agent_name: str) -> list[str]:
+        """Texts of the knowledge a recall finds for ``text`` (shown to the extracting LLM)."""
+        context = self.recall(
+            text[:10_000],
+            agent_name=agent_name,
+            layers=["semantic"],
+            budget_tokens=self.config.ingest.related_budget_tokens,
+        )
+        return [item.text for item in context.items]
 
     # -- documents and codebases -------------------------------------------------------------
 

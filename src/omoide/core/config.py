@@ -47,6 +47,7 @@ from omoide.core.settings import (
     DistillConfig,
     EpisodicConfig,
     ForgettingConfig,
+    IngestConfig,
     LLMConfig,
     ProceduralConfig,
     ProtectionConfig,
@@ -66,6 +67,7 @@ __all__ = [
     "DistillConfig",
     "EpisodicConfig",
     "ForgettingConfig",
+    "IngestConfig",
     "LLMConfig",
     "ProceduralConfig",
     "ProtectionConfig",
@@ -88,6 +90,7 @@ class Config:
     forgetting: ForgettingConfig = field(default_factory=ForgettingConfig)
     llm: LLMConfig = field(default_factory=LLMConfig)
     router: RouterConfig = field(default_factory=RouterConfig)
+    ingest: IngestConfig = field(default_factory=IngestConfig)
     server: ServerConfig = field(default_factory=ServerConfig)
     protection: ProtectionConfig = field(default_factory=ProtectionConfig)
     #: Scope given to items written without one: ``global``, ``private`` or a share list.
@@ -130,6 +133,7 @@ _SECTION_TYPES: dict[str, type] = {
     "forgetting": ForgettingConfig,
     "llm": LLMConfig,
     "router": RouterConfig,
+    "ingest": IngestConfig,
     "server": ServerConfig,
     "protection": ProtectionConfig,
 }
@@ -238,6 +242,12 @@ def _check(config: Config) -> None:
     for slot, budget in w.slot_budgets.items():
         _positive(budget, f"working.slot_budgets.{slot}")
     _unit(w.promote_threshold, "working.promote_threshold")
+    ingest = config.ingest
+    _unit(ingest.base_importance, "ingest.base_importance")
+    _positive(ingest.related_budget_tokens, "ingest.related_budget_tokens")
+    _positive(ingest.max_operations, "ingest.max_operations")
+    if ingest.collection not in config.semantic.collections:
+        raise ConfigError(f"ingest.collection: no semantic collection {ingest.collection!r}")
     _unit(w.default_importance, "working.default_importance")
     _positive(e.max_entries, "episodic.max_entries")
     _positive(e.candidate_pool, "episodic.candidate_pool")

@@ -25,7 +25,16 @@ from omoide.errors import ReservedIdError
 __all__ = ["RESERVED_ID_PREFIXES", "check_client_id", "keyed_digest"]
 
 #: Prefixes of the ids omoide generates for episodes and documents.
-RESERVED_ID_PREFIXES = ("ep-", "wm-", "h-", "cache-", "file-", "episode-", "distilled-")
+RESERVED_ID_PREFIXES = (
+    "ep-",
+    "wm-",
+    "msg-",
+    "h-",
+    "cache-",
+    "file-",
+    "episode-",
+    "distilled-",
+)
 
 
 def check_client_id(field: str, value: Any) -> Any:

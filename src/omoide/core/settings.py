@@ -15,6 +15,7 @@ __all__ = [
     "DistillConfig",
     "EpisodicConfig",
     "ForgettingConfig",
+    "IngestConfig",
     "LLMConfig",
     "ProceduralConfig",
     "ProtectionConfig",
@@ -285,6 +286,22 @@ class RouterConfig:
     #: about something else sharing the question's frame), it never falls below this share
     #: of its meaning alone: a document in the other language cannot share the words.
     meaning_floor: float = 0.95
+
+
+@dataclass(frozen=True)
+class IngestConfig:
+    """Conversations handed to ``Memory.add``: turn importance and, with an LLM, extraction."""
+
+    #: Importance of a chat turn without cues (see :mod:`omoide.ingest.conversation`).
+    base_importance: float = 0.3
+    #: Extract facts, decisions and preferences with the configured LLM (when there is one).
+    extract: bool = True
+    #: Collection the extracted items go to.
+    collection: str = "knowledge"
+    #: Tokens of existing memories shown to the LLM with the new turns.
+    related_budget_tokens: int = 800
+    #: Operations one extraction may propose.
+    max_operations: int = 20
 
 
 @dataclass(frozen=True)

@@ -93,14 +93,24 @@ class Knowledge:
 
 
 class LLM(ABC):
-    """A knowledge extractor: implement :meth:`extract`."""
+    """A knowledge extractor: implement :meth:`extract`.
+
+    A model that can also hold a chat implements :meth:`chat` and sets ``can_chat``; then
+    ``Memory.add`` uses it to extract facts from conversations
+    (:mod:`omoide.pipelines.extraction`)."""
 
     #: Recorded with each piece of knowledge (metadata ``extractor``).
     name: str = "llm"
+    #: True when :meth:`chat` is implemented.
+    can_chat: bool = False
 
     @abstractmethod
     def extract(self, cluster: Cluster) -> Knowledge:
         """The lesson of ``cluster``; raise LLMError when none can be given."""
+
+    def chat(self, messages: Sequence[Mapping[str, str]]) -> str:
+        """One chat completion: the assistant's text (LLMError when the model cannot chat)."""
+        raise LLMError(f"{self.name} cannot chat")
 
 
 def _category(episodes: Sequence[Episode]) -> str:
@@ -232,6 +242,7 @@ class ChatCompletionsLLM(LLM):
         if not model:
             raise ConfigError("llm.model: a model name is needed with llm.base_url")
         self.url = base_url.rstrip("/") + "/chat/completions"
+        self.can_chat = True
         self.model = model
         self.name = f"chat-completions/{model}"
         self._api_key = api_key

@@ -71,11 +71,11 @@ from omoide.core.validation import check_datetime, check_name, check_positive_in
 from omoide.errors import NotFoundError, UnknownLayerError, ValidationError
 from omoide.layers.episodic.store import episode_text
 from omoide.layers.procedural import trigger_match
-from omoide.recall.documents import codes, gather_documents, names_agent, subject_share
 from omoide.recall.context import (
     Context,
     ContextItem,
 )
+from omoide.recall.documents import codes, gather_documents, names_agent, subject_share
 from omoide.recall.packing import dedupe, pack
 from omoide.recall.route import Route, route
 from omoide.recall.sources import MemoryParts
@@ -338,6 +338,9 @@ class Router:
                     doc = mem.semantic.get(collection, hit.doc_id, reader=agent, reader_teams=teams)
                 except NotFoundError:  # removed since the query
                     continue
+                origin = hit.metadata.get("episode_ids")
+                if hit.metadata.get("source") == "extraction" and isinstance(origin, str):
+                    why += f"; extracted from episodes {origin}"
                 if doc.agent_name in found.authors:
                     relevance += config.author_bonus
                     why = f"written by {doc.agent_name}, whom the question names; {why}"
