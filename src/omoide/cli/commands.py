@@ -10,25 +10,15 @@ function and an entry there. ``--json`` prints machine output; otherwise tables.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
-
-from omoide.errors import OmoideError, StoreLockedError, ValidationError
-from omoide.storage.permissions import open_private
-
-if TYPE_CHECKING:
-    from omoide.service.local import LocalOperations
-    from omoide.service.remote import RemoteOperations
-
-    Ops = LocalOperations | RemoteOperations
+from typing import IO, Any
 
 from omoide.cli.console import Output, ProgressReporter
+from omoide.cli.pipeline_commands import PIPELINE_COMMANDS
+from omoide.cli.spec import Command, Ops, arg, env, json_arg, meta, open_operations, positive
 from omoide.cli.views import (
     show_collections,
     show_documents,
@@ -43,88 +33,10 @@ from omoide.cli.views import (
     show_session,
     show_stats,
 )
+from omoide.errors import OmoideError, StoreLockedError, ValidationError
+from omoide.storage.permissions import open_private
 
 __all__ = ["COMMANDS", "Command", "build_parser", "main"]
-
-
-@dataclass(frozen=True)
-class Arg:
-    flags: tuple[str, ...]
-    options: dict[str, Any] = field(default_factory=dict)
-
-
-def arg(*flags: str, **options: Any) -> Arg:
-    return Arg(flags, options)
-
-
-@dataclass(frozen=True)
-class Command:
-    """One CLI command: ``name`` may be ``"group sub"``; ``run(ops, args)`` returns a result
-    that ``show(out, result)`` prints (``--json`` prints it as JSON); ``raw`` commands get
-    ``(args, out)`` and return an exit code instead."""
-
-    name: str
-    help: str
-    args: tuple[Arg, ...] = ()
-    run: Callable[[Ops, argparse.Namespace], Any] | None = None
-    show: Callable[[Output, Any], None] | None = None
-    raw: Callable[[argparse.Namespace, Output], int] | None = None
-    common: bool = True
-
-
-# -- data sources ------------------------------------------------------------------------
-
-
-def _env(args: argparse.Namespace, name: str, env: str) -> Any:
-    value = getattr(args, name, None)
-    return value if value is not None else os.environ.get(env) or None
-
-
-@contextmanager
-def open_operations(args: argparse.Namespace) -> Iterator[Ops]:
-    """The operations of this invocation: on a server (``--url``) or a local directory."""
-    url, key, agent = _env(args, "url", "OMOIDE_URL"), _env(args, "key", "OMOIDE_API_KEY"), None
-    agent = _env(args, "agent", "OMOIDE_AGENT")
-    if url:
-        from omoide.service.remote import RemoteOperations
-
-        if getattr(args, "agent", None):
-            raise ValidationError("--agent", "with --url the API key decides the agent")
-        yield RemoteOperations(url, key)
-        return
-    from omoide.memory import Memory
-    from omoide.service.local import Caller, LocalOperations
-
-    with Memory(_env(args, "path", "OMOIDE_HOME")) as mem:
-        yield LocalOperations(mem, Caller.operator(mem, agent))
-
-
-def _json_arg(name: str, text: str | None) -> Any:
-    if text is None:
-        return None
-    try:
-        return json.loads(text)
-    except ValueError as exc:
-        raise ValidationError(name, f"not valid JSON: {exc}") from None
-
-
-def _meta(pairs: Sequence[str] | None) -> dict[str, Any] | None:
-    if not pairs:
-        return None
-    out: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep:
-            raise ValidationError("--meta", f"expected KEY=VALUE, got {pair!r}")
-        lowered = value.lower()
-        out[key] = (
-            lowered == "true"
-            if lowered in ("true", "false")
-            else int(value)
-            if value.lstrip("-").isdigit()
-            else value
-        )
-    return out
 
 
 # -- commands ----------------------------------------------------------------------------
@@ -156,7 +68,7 @@ def _simulate(args: argparse.Namespace, out: Output) -> int:
 def _init(args: argparse.Namespace, out: Output) -> int:
     from omoide.memory import CONFIG_NAME, Memory, resolve_path
 
-    path = resolve_path(_env(args, "path", "OMOIDE_HOME"))
+    path = resolve_path(env(args, "path", "OMOIDE_HOME"))
     created = not (path / "omoide.db").exists()
     with Memory(path) as mem:
         config = mem.path / CONFIG_NAME
@@ -232,7 +144,7 @@ def _import(args: argparse.Namespace, out: Output) -> int:
 def _serve(args: argparse.Namespace, out: Output) -> int:
     from omoide.memory import Memory
 
-    if _env(args, "url", "OMOIDE_URL"):
+    if env(args, "url", "OMOIDE_URL"):
         raise ValidationError("--url", "serve owns a data directory; give --path instead")
     try:
         from omoide.server.rest import serve
@@ -240,7 +152,7 @@ def _serve(args: argparse.Namespace, out: Output) -> int:
         raise OmoideError(
             f"serve needs the server extra: pip install 'omoide[server]' ({exc})"
         ) from None
-    with Memory(_env(args, "path", "OMOIDE_HOME")) as mem:
+    with Memory(env(args, "path", "OMOIDE_HOME")) as mem:
         _warn_about_keys(mem, args.host)
         sys.stderr.write(
             f"omoide: serving {mem.path} on http://{args.host}:{args.port} "
@@ -274,19 +186,19 @@ def _mcp(args: argparse.Namespace, out: Output) -> int:
         from omoide.server.mcp_server import create_mcp_app, create_mcp_server, local_operations
     except ImportError as exc:
         raise OmoideError(f"mcp needs the mcp extra: pip install 'omoide[mcp]' ({exc})") from None
-    url = _env(args, "url", "OMOIDE_URL")
+    url = env(args, "url", "OMOIDE_URL")
     if url:
         from omoide.service.remote import RemoteOperations
 
         if args.transport != "stdio":
             raise ValidationError("--transport", "with --url the MCP server runs over stdio")
-        remote = RemoteOperations(url, _env(args, "key", "OMOIDE_API_KEY"))
+        remote = RemoteOperations(url, env(args, "key", "OMOIDE_API_KEY"))
         create_mcp_server(lambda caller: remote).run("stdio")
         return 0
     from omoide.memory import Memory
     from omoide.service.local import Caller
 
-    with Memory(_env(args, "path", "OMOIDE_HOME")) as mem:
+    with Memory(env(args, "path", "OMOIDE_HOME")) as mem:
         if args.transport == "http":
             import uvicorn
 
@@ -294,7 +206,7 @@ def _mcp(args: argparse.Namespace, out: Output) -> int:
             app = create_mcp_app(mem, host=args.host)
             uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
             return 0
-        agent = _env(args, "agent", "OMOIDE_AGENT")
+        agent = env(args, "agent", "OMOIDE_AGENT")
         if not agent:
             raise ValidationError(
                 "--agent",
@@ -302,13 +214,6 @@ def _mcp(args: argparse.Namespace, out: Output) -> int:
             )
         create_mcp_server(local_operations(mem, Caller.for_agent(mem, agent))).run("stdio")
     return 0
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be >= 1")
-    return value
 
 
 SERVE_ARGS = (
@@ -336,7 +241,7 @@ COMMANDS: list[Command] = [
         "simulate",
         "play the seeded 24-agent fleet with and without forgetting, and compare them",
         (
-            arg("--days", type=_positive, default=60, help="simulated days (default: 60)"),
+            arg("--days", type=positive, default=60, help="simulated days (default: 60)"),
             arg("--seed", type=int, default=7, help="scenario seed (default: 7)"),
             arg("--dir", dest="sim_dir", help="keep both stores here (default: a temporary dir)"),
         ),
@@ -364,7 +269,7 @@ COMMANDS: list[Command] = [
             outcome=a.outcome,
             importance=a.importance,
             tags=a.tags,
-            context=_json_arg("--context", a.context),
+            context=json_arg("--context", a.context),
             scope=a.scope,
             id=a.id,
             timestamp=a.timestamp,
@@ -381,7 +286,7 @@ COMMANDS: list[Command] = [
             arg("--since", help="ISO 8601 date-time"),
             arg("--until", help="ISO 8601 date-time"),
             arg("--tag", action="append", dest="tags", help="required tag (repeatable)"),
-            arg("-k", "--top-k", type=_positive, default=10),
+            arg("-k", "--top-k", type=positive, default=10),
         ),
         run=lambda ops, a: ops.search_episodes(
             a.query,
@@ -402,7 +307,7 @@ COMMANDS: list[Command] = [
             arg("--type", dest="event_type"),
             arg("--since"),
             arg("--until"),
-            arg("--limit", type=_positive, default=50),
+            arg("--limit", type=positive, default=50),
             arg("--offset", type=int, default=0),
         ),
         run=lambda ops, a: ops.list_episodes(
@@ -469,11 +374,11 @@ COMMANDS: list[Command] = [
         (
             arg("collection"),
             arg("text", help="the question, in any language"),
-            arg("-n", "--n-results", type=_positive, default=5),
+            arg("-n", "--n-results", type=positive, default=5),
             arg("--where", help="a ChromaDB metadata filter, as JSON"),
         ),
         run=lambda ops, a: ops.query(
-            a.collection, a.text, a.n_results, _json_arg("--where", a.where)
+            a.collection, a.text, a.n_results, json_arg("--where", a.where)
         ),
         show=show_hits,
     ),
@@ -482,7 +387,7 @@ COMMANDS: list[Command] = [
         "list the documents of a collection, newest first",
         (
             arg("collection"),
-            arg("--limit", type=_positive, default=50),
+            arg("--limit", type=positive, default=50),
             arg("--offset", type=int, default=0),
         ),
         run=lambda ops, a: ops.list_documents(a.collection, limit=a.limit, offset=a.offset),
@@ -546,7 +451,7 @@ COMMANDS: list[Command] = [
     Command(
         "procedures rollback",
         "make an earlier version current again",
-        (arg("name"), arg("version", type=_positive)),
+        (arg("name"), arg("version", type=positive)),
         run=lambda ops, a: ops.rollback_procedure(a.name, a.version),
         show=show_record,
     ),
@@ -680,8 +585,6 @@ COMMANDS: list[Command] = [
 ]
 
 
-from omoide.cli.pipeline_commands import PIPELINE_COMMANDS  # noqa: E402 - it builds on the above
-
 COMMANDS.extend(PIPELINE_COMMANDS)
 
 
@@ -691,8 +594,8 @@ def _store(ops: Ops, args: argparse.Namespace) -> Any:
         documents.append(Path(name).read_text(encoding="utf-8"))
     if not documents:
         raise ValidationError("documents", "give document texts or --file")
-    meta = _meta(args.meta)
-    metadatas = None if meta is None else [dict(meta) for _ in documents]
+    given = meta(args.meta)
+    metadatas = None if given is None else [dict(given) for _ in documents]
     return ops.store(args.collection, documents, metadatas, args.ids, scope=args.scope)
 
 

@@ -1,7 +1,8 @@
 """The commands of the pipelines: ``recall``, ``distill``, ``forget``, ``maintain``,
 ``audit``, ``restore``, ``admin purge``, ``index`` and ``cache put|get``.
 
-Entries of :data:`omoide.cli.commands.COMMANDS` like the others, kept here for size.
+Entries of :data:`omoide.cli.commands.COMMANDS` like the others, kept here for size (both
+build on :mod:`omoide.cli.spec`; this module does not import ``commands``).
 Whole-store jobs need an admin: the local operator is one, and through a server so is an
 admin key.
 """
@@ -11,8 +12,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from omoide.cli.commands import Command, _positive, arg, open_operations
 from omoide.cli.console import Output
+from omoide.cli.spec import Command, Ops, arg, open_operations, positive
 from omoide.cli.views import (
     show_audit,
     show_distill,
@@ -23,6 +24,7 @@ from omoide.cli.views import (
     show_record,
     show_restore,
 )
+from omoide.service.protocol import AuditQuery
 
 __all__ = ["PIPELINE_COMMANDS"]
 
@@ -48,8 +50,8 @@ def _index(args: argparse.Namespace, out: Output) -> int:
     return 0
 
 
-def _audit(ops: Any, a: argparse.Namespace) -> Any:
-    return ops.audit(
+def _audit(ops: Ops, a: argparse.Namespace) -> Any:
+    query = AuditQuery(
         a.item_id,
         policy=a.policy,
         layer=a.layer,
@@ -59,6 +61,7 @@ def _audit(ops: Any, a: argparse.Namespace) -> Any:
         until=a.until,
         limit=a.limit,
     )
+    return ops.audit(query)
 
 
 PIPELINE_COMMANDS: list[Command] = [
@@ -69,7 +72,7 @@ PIPELINE_COMMANDS: list[Command] = [
         (
             arg("query", help="the question, in any language ('先週の決定', 'last week')"),
             arg("--session", help="include this working session's pins and messages"),
-            arg("--budget", type=_positive, help="token budget (default: 2,000)"),
+            arg("--budget", type=positive, help="token budget (default: 2,000)"),
             arg(
                 "--layer",
                 action="append",
@@ -113,7 +116,7 @@ PIPELINE_COMMANDS: list[Command] = [
             arg("--run", help="only this run id"),
             arg("--since", help="ISO 8601 date-time"),
             arg("--until", help="ISO 8601 date-time"),
-            arg("--limit", type=_positive, default=100),
+            arg("--limit", type=positive, default=100),
         ),
         run=_audit,
         show=show_audit,
@@ -155,7 +158,7 @@ PIPELINE_COMMANDS: list[Command] = [
             arg("--source", help="name of the source (default: the folder's name)"),
             arg("--include", action="append", help="glob of files to index (repeatable)"),
             arg("--exclude", action="append", help="glob of files to skip (repeatable)"),
-            arg("--max-file-bytes", type=_positive, help="skip larger files (default 1 MB)"),
+            arg("--max-file-bytes", type=positive, help="skip larger files (default 1 MB)"),
             arg("--scope", help="global (default), private, or agent:NAME,team:NAME"),
             arg("--no-git", action="store_true", help="walk the folder even in a repository"),
             arg("--dry-run", action="store_true", help="only report what would change"),

@@ -35,19 +35,16 @@ from omoide.memory import Memory
 from omoide.server.auth import CALLER, KeyAuthMiddleware
 from omoide.server.limits import check_request_text
 from omoide.service.local import Caller, LocalOperations
+from omoide.service.protocol import Operations
 
 if TYPE_CHECKING:
     from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
-
-    from omoide.service.remote import RemoteOperations
-
-    Operations = LocalOperations | RemoteOperations
 
 __all__ = ["create_mcp_app", "create_mcp_server", "local_operations", "mcp_route"]
 
 #: Gives the operations for the caller of the current request (None: no HTTP key, i.e. stdio
 #: or an in-process client).
-OperationsFor = Callable[[Caller | None], "Operations"]
+OperationsFor = Callable[[Caller | None], Operations]
 
 _CALLER: ContextVar[Caller | None] = ContextVar("omoide_mcp_caller", default=None)
 T = TypeVar("T")

@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field, StrictBool
 
 from omoide.server import schemas as s
 from omoide.server.limits import check_request_text
+from omoide.service.protocol import AuditQuery
 
 __all__ = ["pipeline_routers"]
 
@@ -241,6 +242,12 @@ def pipeline_routers(ops_dependency: Any) -> list[APIRouter]:
         (admin keys only; 503 while another run holds the maintenance lock)."""
         return ops.maintain()
 
+    @upkeep.post("/enforce-collections", response_model=RetentionReport)
+    def enforce_collections(body: ForgetRequest, ops: Ops) -> Any:
+        """Apply collection retention, caps and cache expiry alone (admin keys only); a dry
+        run only reports."""
+        return ops.enforce_collections(dry_run=body.dry_run)
+
     @upkeep.get("/audit", response_model=list[AuditEntry])
     def audit(
         ops: Ops,
@@ -259,7 +266,7 @@ def pipeline_routers(ops_dependency: Any) -> list[APIRouter]:
     ) -> Any:
         """What forgetting, retention, overflow and restores did, newest first (entries of
         items the key's agent may read)."""
-        return ops.audit(
+        query = AuditQuery(
             item_id,
             policy=policy,
             layer=layer,
@@ -269,6 +276,7 @@ def pipeline_routers(ops_dependency: Any) -> list[APIRouter]:
             until=until,
             limit=limit,
         )
+        return ops.audit(query)
 
     @upkeep.post("/restore", response_model=RestoreResponse)
     def restore(body: RestoreRequest, ops: Ops) -> Any:

@@ -36,9 +36,37 @@ class LayerOperations(OperationsBase):
 
     # -- episodic ----------------------------------------------------------------------
 
-    def record(self, event_type: str, description: str, **fields: Any) -> dict[str, Any]:
-        """Record an episode as the caller (fields: context, outcome, importance, tags,
-        references, id, timestamp, decay_rate, scope)."""
+    def record(
+        self,
+        event_type: str,
+        description: str,
+        *,
+        context: Mapping[str, Any] | None = None,
+        outcome: str | None = None,
+        importance: float | None = None,
+        tags: Sequence[str] | None = None,
+        references: Sequence[str] | None = None,
+        id: str | None = None,
+        timestamp: datetime | str | None = None,
+        decay_rate: float | None = None,
+        scope: str | Sequence[str] | None = None,
+        agent_name: str | None = None,
+    ) -> dict[str, Any]:
+        """Record an episode as the caller; ``agent_name`` is refused (writes are recorded
+        as the calling agent), and is a parameter only to be named in the refusal."""
+        given: dict[str, Any] = {
+            "context": context,
+            "outcome": outcome,
+            "importance": importance,
+            "tags": tags,
+            "references": references,
+            "id": id,
+            "timestamp": timestamp,
+            "decay_rate": decay_rate,
+            "scope": scope,
+            "agent_name": agent_name,
+        }
+        fields = {k: v for k, v in given.items() if v is not None}
         self._refuse_agent_field(fields, "agent_name")
         check_client_id("id", fields.get("id"))
         self._check_episode_writer(fields, event_type, "event_type")

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ from omoide.layers.semantic.cache import cache_id
 from omoide.pipelines.forgetting import ItemNote
 from omoide.pipelines.lifecycle import LAYERS
 from omoide.service.caller import OperationsBase, json_dict, store_lock, to_json
+from omoide.service.protocol import AuditQuery
 
 __all__ = ["PipelineOperations"]
 
@@ -121,30 +121,11 @@ class PipelineOperations(OperationsBase):
 
     # -- audit and restore -------------------------------------------------------------
 
-    def audit(
-        self,
-        item_id: str | None = None,
-        *,
-        policy: str | None = None,
-        layer: str | None = None,
-        action: str | None = None,
-        run_id: str | None = None,
-        since: datetime | str | None = None,
-        until: datetime | str | None = None,
-        limit: int = 100,
-    ) -> list[dict[str, Any]]:
+    def audit(self, query: AuditQuery | None = None) -> list[dict[str, Any]]:
         """Audit entries newest first; an agent sees those of items its scopes allow."""
+        filters = (query or AuditQuery()).filters()
         entries = self.mem.audit(
-            item_id,
-            policy=policy,
-            layer=layer,
-            action=action,
-            run_id=run_id,
-            since=since,
-            until=until,
-            limit=limit,
-            reader=self.caller.reader,
-            reader_teams=self.caller.teams,
+            **filters, reader=self.caller.reader, reader_teams=self.caller.teams
         )
         return [_object(e) for e in entries]
 

@@ -95,7 +95,6 @@ def to_json(value: Any) -> Any:
     return value
 
 
-
 def json_dict(value: Any) -> dict[str, Any]:
     """:func:`to_json` of a record that is an object (typed for the operations' results)."""
     out: dict[str, Any] = to_json(value)

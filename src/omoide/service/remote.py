@@ -1,8 +1,9 @@
 """The operations of :mod:`omoide.service.local`, against a running ``omoide serve``.
 
 A server owns its data directory, so the CLI (``--url``) and a stdio MCP server
-(``omoide mcp --url``) reach it over HTTP. :class:`RemoteOperations` has the methods and
-results of :class:`~omoide.service.local.LocalOperations`; the key decides the agent, and the
+(``omoide mcp --url``) reach it over HTTP. :class:`RemoteOperations` implements
+:class:`~omoide.service.protocol.Operations` as :class:`~omoide.service.local.LocalOperations`
+does; the key decides the agent, and the
 server's refusals come back as the same :mod:`omoide.errors` exceptions. It uses only the
 standard library, so the base install can talk to a server.
 """
@@ -10,6 +11,7 @@ standard library, so the base install can talk to a server.
 from __future__ import annotations
 
 import json
+import os
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -30,6 +32,8 @@ from omoide.errors import (
     StoreLockedError,
     ValidationError,
 )
+from omoide.ingest.indexing import ProgressCallback
+from omoide.service.protocol import AuditQuery
 from omoide.service.transfer import Progress
 
 __all__ = ["RemoteOperations"]
@@ -147,8 +151,38 @@ class RemoteOperations:
         result: dict[str, Any] = self._call("GET", "/v1/whoami")
         return result
 
-    def record(self, event_type: str, description: str, **fields: Any) -> dict[str, Any]:
-        payload = _clean({"event_type": event_type, "description": description, **fields})
+    def record(
+        self,
+        event_type: str,
+        description: str,
+        *,
+        context: Mapping[str, Any] | None = None,
+        outcome: str | None = None,
+        importance: float | None = None,
+        tags: Sequence[str] | None = None,
+        references: Sequence[str] | None = None,
+        id: str | None = None,
+        timestamp: datetime | str | None = None,
+        decay_rate: float | None = None,
+        scope: str | Sequence[str] | None = None,
+        agent_name: str | None = None,
+    ) -> dict[str, Any]:
+        payload = _clean(
+            {
+                "event_type": event_type,
+                "description": description,
+                "context": context,
+                "outcome": outcome,
+                "importance": importance,
+                "tags": tags,
+                "references": references,
+                "id": id,
+                "timestamp": timestamp,
+                "decay_rate": decay_rate,
+                "scope": scope,
+                "agent_name": agent_name,  # refused by the server, as by LocalOperations
+            }
+        )
         result: dict[str, Any] = self._call("POST", "/v1/episodes", payload)
         return result
 
@@ -157,24 +191,65 @@ class RemoteOperations:
         result: list[dict[str, Any]] = self._call("POST", "/v1/episodes/batch", payload)
         return result
 
-    def search_episodes(self, query: str, **filters: Any) -> list[dict[str, Any]]:
-        result: list[dict[str, Any]] = self._call(
-            "POST", "/v1/episodes/search", _clean({"query": query, **filters})
-        )
+    def search_episodes(
+        self,
+        query: str,
+        *,
+        agent_name: str | None = None,
+        event_type: str | None = None,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        tags: Sequence[str] | None = None,
+        top_k: int = 10,
+    ) -> list[dict[str, Any]]:
+        payload = {
+            "query": query,
+            "agent_name": agent_name,
+            "event_type": event_type,
+            "since": since,
+            "until": until,
+            "tags": tags,
+            "top_k": top_k,
+        }
+        result: list[dict[str, Any]] = self._call("POST", "/v1/episodes/search", _clean(payload))
         return result
 
     def get_episode(self, episode_id: str) -> dict[str, Any]:
         result: dict[str, Any] = self._call("GET", f"/v1/episodes/{self._q(episode_id)}")
         return result
 
-    def list_episodes(self, **filters: Any) -> list[dict[str, Any]]:
+    def list_episodes(
+        self,
+        *,
+        agent_name: str | None = None,
+        event_type: str | None = None,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> list[dict[str, Any]]:
+        filters = {
+            "agent_name": agent_name,
+            "event_type": event_type,
+            "since": since,
+            "until": until,
+            "limit": limit,
+            "offset": offset,
+        }
         result: list[dict[str, Any]] = self._call("GET", "/v1/episodes", query=filters)
         return result
 
-    def update_episode(self, episode_id: str, **fields: Any) -> dict[str, Any]:
-        result: dict[str, Any] = self._call(
-            "PATCH", f"/v1/episodes/{self._q(episode_id)}", _clean(fields)
-        )
+    def update_episode(
+        self,
+        episode_id: str,
+        *,
+        outcome: str | None = None,
+        importance: float | None = None,
+        tags: Sequence[str] | None = None,
+    ) -> dict[str, Any]:
+        fields = _clean({"outcome": outcome, "importance": importance, "tags": tags})
+        path = f"/v1/episodes/{self._q(episode_id)}"
+        result: dict[str, Any] = self._call("PATCH", path, fields)
         return result
 
     def delete_episode(self, episode_id: str) -> dict[str, Any]:
@@ -254,8 +329,22 @@ class RemoteOperations:
         return result
 
     def register_procedure(
-        self, name: str, trigger: str, template: str, **fields: Any
+        self,
+        name: str,
+        trigger: str,
+        template: str,
+        *,
+        description: str = "",
+        success_rate: float | None = None,
+        avg_quality_score: float | None = None,
+        scope: str | None = None,
     ) -> dict[str, Any]:
+        fields = {
+            "description": description,
+            "success_rate": success_rate,
+            "avg_quality_score": avg_quality_score,
+            "scope": scope,
+        }
         payload = _clean({"name": name, "trigger": trigger, "template": template, **fields})
         result: dict[str, Any] = self._call("POST", "/v1/procedures", payload)
         return result
@@ -307,7 +396,17 @@ class RemoteOperations:
             result = self._call("GET", path)
         return result
 
-    def add_message(self, session_id: str, content: str, **fields: Any) -> dict[str, Any]:
+    def add_message(
+        self,
+        session_id: str,
+        content: str,
+        *,
+        role: str = "user",
+        importance: float | None = None,
+        pinned: bool = False,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        fields = {"role": role, "importance": importance, "pinned": pinned, "metadata": metadata}
         result: dict[str, Any] = self._call(
             "POST",
             f"/v1/working/{self._q(session_id)}/messages",
@@ -420,10 +519,13 @@ class RemoteOperations:
         result: dict[str, Any] = self._call("POST", "/v1/maintain")
         return result
 
-    def audit(self, item_id: str | None = None, **filters: Any) -> list[dict[str, Any]]:
-        result: list[dict[str, Any]] = self._call(
-            "GET", "/v1/audit", query={"item_id": item_id, **filters}
-        )
+    def enforce_collections(self, *, dry_run: bool = False) -> dict[str, Any]:
+        result: dict[str, Any] = self._call("POST", "/v1/enforce-collections", {"dry_run": dry_run})
+        return result
+
+    def audit(self, query: AuditQuery | None = None) -> list[dict[str, Any]]:
+        params = (query or AuditQuery()).params()
+        result: list[dict[str, Any]] = self._call("GET", "/v1/audit", query=params)
         return result
 
     def restore(
@@ -442,20 +544,48 @@ class RemoteOperations:
         result: dict[str, Any] = self._call("POST", "/v1/admin/purge", payload)
         return result
 
-    def index(self, path: str, collection: str, **options: Any) -> dict[str, Any]:
-        """Index a folder on the *server's* machine (the path is read there)."""
-        options.pop("progress", None)  # the server reports figures at the end
-        for name in ("include", "exclude"):
-            if name in options:
-                options[name] = list(options[name] or []) or None
+    def index(
+        self,
+        path: str | os.PathLike[str],
+        collection: str,
+        *,
+        source: str | None = None,
+        include: Iterable[str] = (),
+        exclude: Iterable[str] = (),
+        max_file_bytes: int | None = None,
+        scope: str | Sequence[str] | None = None,
+        use_git: bool | None = None,
+        dry_run: bool = False,
+        progress: ProgressCallback | None = None,
+    ) -> dict[str, Any]:
+        """Index a folder on the *server's* machine (the path is read there); ``progress``
+        is not called (the server reports figures at the end)."""
+        options = {
+            "source": source,
+            "include": list(include) or None,
+            "exclude": list(exclude) or None,
+            "max_file_bytes": max_file_bytes,
+            "scope": scope,
+            "use_git": use_git,
+            "dry_run": dry_run,
+        }
         payload = _clean({"path": str(path), **options})
         route = f"/v1/collections/{self._q(collection)}/index"
         result: dict[str, Any] = self._call("POST", route, payload)
         return result
 
     def cache(
-        self, key: str, content: str, ttl_days: float, source: str, **fields: Any
+        self,
+        key: str,
+        content: str,
+        ttl_days: float,
+        source: str,
+        *,
+        collection: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        scope: str | Sequence[str] | None = None,
     ) -> dict[str, Any]:
+        fields = {"collection": collection, "metadata": metadata, "scope": scope}
         payload = _clean(
             {"key": key, "content": content, "ttl_days": ttl_days, "source": source, **fields}
         )
