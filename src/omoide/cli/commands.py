@@ -18,7 +18,16 @@ from typing import IO, Any
 
 from omoide.cli.console import Output, ProgressReporter
 from omoide.cli.pipeline_commands import PIPELINE_COMMANDS
-from omoide.cli.spec import Command, Ops, arg, env, json_arg, meta, open_operations, positive
+from omoide.cli.spec import (
+    Command,
+    Ops,
+    arg,
+    env,
+    meta,
+    open_operations,
+    operation_command,
+    positive,
+)
 from omoide.cli.views import (
     show_collections,
     show_documents,
@@ -98,7 +107,7 @@ CONFIG_TEMPLATE = """\
 def _export(args: argparse.Namespace, out: Output) -> int:
     target = args.file
     with open_operations(args) as ops, ProgressReporter(enabled=not args.quiet) as progress:
-        lines = ops.export_lines(embeddings=not args.no_embeddings, progress=progress)
+        lines = ops.export_lines(embeddings=args.embeddings, progress=progress)
         stream: IO[str]
         if target in (None, "-"):
             stream, close = sys.stdout, False
@@ -222,6 +231,9 @@ SERVE_ARGS = (
     arg("--log-level", default="warning", choices=["debug", "info", "warning", "error"]),
 )
 
+_QUIET = arg("-q", "--quiet", action="store_true", help="no progress bar")
+OPERATION = operation_command
+
 COMMANDS: list[Command] = [
     Command(
         "demo",
@@ -249,316 +261,52 @@ COMMANDS: list[Command] = [
         common=False,
     ),
     Command("init", "create a data directory (and a commented omoide.toml)", raw=_init),
-    Command(
-        "record",
-        "record an episode (locally as --agent; through a server as the key's agent)",
-        (
-            arg("event_type", help="decision, error, success, feedback, conflict, or another"),
-            arg("description", help="what happened"),
-            arg("--outcome", help="what came of it"),
-            arg("--importance", type=float, help="0..1 (default: by event type)"),
-            arg("--tag", action="append", dest="tags", help="a tag (repeatable)"),
-            arg("--context", help="details as a JSON object"),
-            arg("--scope", help="global (default), private, or agent:NAME,team:NAME"),
-            arg("--id", help="an id of your own (default: generated)"),
-            arg("--timestamp", help="when it happened, ISO 8601 (default: now)"),
-        ),
-        run=lambda ops, a: ops.record(
-            a.event_type,
-            a.description,
-            outcome=a.outcome,
-            importance=a.importance,
-            tags=a.tags,
-            context=json_arg("--context", a.context),
-            scope=a.scope,
-            id=a.id,
-            timestamp=a.timestamp,
-        ),
-        show=show_record,
-    ),
-    Command(
-        "episodes search",
-        "search episodes by relevance, importance and freshness",
-        (
-            arg("query", help="what to look for, in any language"),
-            arg("--by", help="only episodes this agent recorded"),
-            arg("--type", dest="event_type", help="only this event type"),
-            arg("--since", help="ISO 8601 date-time"),
-            arg("--until", help="ISO 8601 date-time"),
-            arg("--tag", action="append", dest="tags", help="required tag (repeatable)"),
-            arg("-k", "--top-k", type=positive, default=10),
-        ),
-        run=lambda ops, a: ops.search_episodes(
-            a.query,
-            agent_name=a.by,
-            event_type=a.event_type,
-            since=a.since,
-            until=a.until,
-            tags=a.tags,
-            top_k=a.top_k,
-        ),
-        show=show_episodes,
-    ),
-    Command(
-        "episodes list",
-        "list episodes, newest first",
-        (
-            arg("--by", help="only episodes this agent recorded"),
-            arg("--type", dest="event_type"),
-            arg("--since"),
-            arg("--until"),
-            arg("--limit", type=positive, default=50),
-            arg("--offset", type=int, default=0),
-        ),
-        run=lambda ops, a: ops.list_episodes(
-            agent_name=a.by,
-            event_type=a.event_type,
-            since=a.since,
-            until=a.until,
-            limit=a.limit,
-            offset=a.offset,
-        ),
-        show=show_episodes,
-    ),
-    Command(
-        "episodes show",
-        "show one episode",
-        (arg("id"),),
-        run=lambda ops, a: ops.get_episode(a.id),
-        show=show_record,
-    ),
-    Command(
-        "episodes update",
-        "record an episode's outcome, or change its importance or tags (its recorder only)",
-        (
-            arg("id"),
-            arg("--outcome"),
-            arg("--importance", type=float),
-            arg("--tag", action="append", dest="tags", help="replaces the tags (repeatable)"),
-        ),
-        run=lambda ops, a: ops.update_episode(
-            a.id, outcome=a.outcome, importance=a.importance, tags=a.tags
-        ),
-        show=show_record,
-    ),
-    Command(
-        "episodes delete",
-        "delete an episode (never-forget episodes are refused)",
-        (arg("id"),),
-        run=lambda ops, a: ops.delete_episode(a.id),
-        show=show_record,
-    ),
-    Command(
-        "collections",
-        "the semantic collections: purpose, retention, cap and usage",
-        run=lambda ops, a: ops.collections(),
-        show=show_collections,
-    ),
-    Command(
+    OPERATION("record", show_record),
+    OPERATION("search_episodes", show_episodes),
+    OPERATION("list_episodes", show_episodes),
+    OPERATION("get_episode", show_record),
+    OPERATION("update_episode", show_record),
+    OPERATION("delete_episode", show_record),
+    OPERATION("collections", show_collections),
+    OPERATION(
         "store",
-        "store documents in a semantic collection",
-        (
-            arg("collection", help="knowledge, code, decisions, feedback, or a configured one"),
-            arg("documents", nargs="*", help="document texts"),
-            arg("--file", action="append", dest="files", help="a file to store (repeatable)"),
-            arg("--id", action="append", dest="ids", help="ids, one per document"),
-            arg("--meta", action="append", help="KEY=VALUE metadata for every document"),
-            arg("--scope", help="global (default), private, or agent:NAME,team:NAME"),
-        ),
+        lambda out, r: out.line(f"stored in {r['collection']}: {', '.join(r['ids'])}"),
         run=lambda ops, a: _store(ops, a),
-        show=lambda out, r: out.line(f"stored in {r['collection']}: {', '.join(r['ids'])}"),
-    ),
-    Command(
-        "query",
-        "search a semantic collection by meaning",
-        (
-            arg("collection"),
-            arg("text", help="the question, in any language"),
-            arg("-n", "--n-results", type=positive, default=5),
-            arg("--where", help="a ChromaDB metadata filter, as JSON"),
+        extra=(
+            arg("--file", action="append", dest="files", help="a file to store (repeatable)"),
+            arg("--meta", action="append", help="KEY=VALUE metadata for every document"),
         ),
-        run=lambda ops, a: ops.query(
-            a.collection, a.text, a.n_results, json_arg("--where", a.where)
-        ),
-        show=show_hits,
     ),
-    Command(
-        "documents list",
-        "list the documents of a collection, newest first",
-        (
-            arg("collection"),
-            arg("--limit", type=positive, default=50),
-            arg("--offset", type=int, default=0),
-        ),
-        run=lambda ops, a: ops.list_documents(a.collection, limit=a.limit, offset=a.offset),
-        show=show_documents,
-    ),
-    Command(
-        "documents show",
-        "show one document",
-        (arg("collection"), arg("id")),
-        run=lambda ops, a: ops.get_document(a.collection, a.id),
-        show=show_record,
-    ),
-    Command(
-        "documents delete",
-        "delete a document (its owner only; never-forget documents are refused)",
-        (arg("collection"), arg("id")),
-        run=lambda ops, a: ops.delete_document(a.collection, a.id),
-        show=show_record,
-    ),
-    Command(
-        "pin",
-        "pin an instruction into an agent's working memory",
-        (arg("session"), arg("key"), arg("content"), arg("--reason", default="")),
-        run=lambda ops, a: ops.pin(a.session, a.key, a.content, a.reason),
-        show=show_record,
-    ),
-    Command(
-        "unpin",
-        "remove a pinned item",
-        (arg("session"), arg("key")),
-        run=lambda ops, a: ops.unpin(a.session, a.key),
-        show=show_record,
-    ),
-    Command(
-        "working",
-        "show an agent's working memory of a session, as rendered for a prompt",
-        (arg("session"),),
-        run=lambda ops, a: ops.working(a.session),
-        show=show_session,
-    ),
-    Command(
-        "procedures list",
-        "list procedures",
-        run=lambda ops, a: ops.procedures(),
-        show=show_procedures,
-    ),
-    Command(
-        "procedures show",
-        "show a procedure at its current version",
-        (arg("name"),),
-        run=lambda ops, a: ops.get_procedure(a.name),
-        show=show_record,
-    ),
-    Command(
-        "procedures history",
-        "every version of a procedure with its figures",
-        (arg("name"),),
-        run=lambda ops, a: ops.procedure_history(a.name),
-        show=show_history,
-    ),
-    Command(
-        "procedures rollback",
-        "make an earlier version current again",
-        (arg("name"), arg("version", type=positive)),
-        run=lambda ops, a: ops.rollback_procedure(a.name, a.version),
-        show=show_record,
-    ),
-    Command(
-        "procedures register",
-        "add a procedure",
-        (
-            arg("name"),
-            arg(
-                "trigger",
-                help="exact 'write_article', glob 'deploy:*', keyword '~記事', joined by '|'",
-            ),
-            arg("template"),
-            arg("--description", default=""),
-            arg("--scope"),
-        ),
-        run=lambda ops, a: ops.register_procedure(
-            a.name, a.trigger, a.template, description=a.description, scope=a.scope
-        ),
-        show=show_record,
-    ),
-    Command(
-        "procedures evolve",
-        "make a new version of a procedure's template current",
-        (arg("name"), arg("template"), arg("--trigger")),
-        run=lambda ops, a: ops.evolve_procedure(a.name, a.template, trigger=a.trigger),
-        show=show_record,
-    ),
-    Command(
-        "procedures outcome",
-        "report how following a procedure went",
-        (
-            arg("name"),
-            arg("quality", type=float, help="0..10"),
-            arg("--failed", action="store_true", help="the task failed (default: it succeeded)"),
-        ),
-        run=lambda ops, a: ops.report_outcome(a.name, a.quality, not a.failed),
-        show=show_record,
-    ),
-    Command(
-        "procedures match",
-        "the best procedure for a task",
-        (arg("task"),),
-        run=lambda ops, a: ops.match_procedure(a.task),
-        show=show_match,
-    ),
-    Command(
-        "stats",
-        "counts and sizes per layer and per agent",
-        run=lambda ops, a: ops.stats(),
-        show=show_stats,
-    ),
-    Command(
-        "whoami",
-        "the agent this invocation acts as",
-        run=lambda ops, a: ops.whoami(),
-        show=show_record,
-    ),
-    Command(
-        "export",
-        "write every layer as JSON Lines",
-        (
-            arg("file", nargs="?", help="output file (default: standard output)"),
-            arg(
-                "--no-embeddings",
-                action="store_true",
-                help="leave out episode vectors (they are computed again on import)",
-            ),
-            arg("-q", "--quiet", action="store_true", help="no progress bar"),
-        ),
+    OPERATION("query", show_hits),
+    OPERATION("list_documents", show_documents),
+    OPERATION("get_document", show_record),
+    OPERATION("delete_document", show_record),
+    OPERATION("pin", show_record),
+    OPERATION("unpin", show_record),
+    OPERATION("working", show_session),
+    OPERATION("procedures", show_procedures),
+    OPERATION("get_procedure", show_record),
+    OPERATION("procedure_history", show_history),
+    OPERATION("rollback_procedure", show_record),
+    OPERATION("register_procedure", show_record),
+    OPERATION("evolve_procedure", show_record),
+    OPERATION("report_outcome", show_record),
+    OPERATION("match_procedure", show_match),
+    OPERATION("stats", show_stats),
+    OPERATION("whoami", show_record),
+    OPERATION(
+        "export_lines",
         raw=_export,
+        extra=(arg("file", nargs="?", help="output file (default: standard output)"), _QUIET),
     ),
-    Command(
-        "import",
-        "import an export; existing items are skipped, never replaced",
-        (
-            arg("file", help="an export file, or - for standard input"),
-            arg("--reembed", action="store_true", help="compute every episode vector again"),
-            arg("-q", "--quiet", action="store_true", help="no progress bar"),
-        ),
+    OPERATION(
+        "import_lines",
         raw=_import,
+        extra=(arg("file", help="an export file, or - for standard input"), _QUIET),
     ),
-    Command(
-        "keys add",
-        "mint an API key for an agent (shown once)",
-        (
-            arg("agent_name"),
-            arg("--admin", action="store_true", help="may export, import and manage keys"),
-            arg("--label", default=""),
-        ),
-        run=lambda ops, a: ops.add_key(a.agent_name, admin=a.admin, label=a.label),
-        show=show_new_key,
-    ),
-    Command(
-        "keys list",
-        "list API keys",
-        (arg("--all", action="store_true", help="include revoked keys"),),
-        run=lambda ops, a: ops.list_keys(include_revoked=a.all),
-        show=show_keys,
-    ),
-    Command(
-        "keys revoke",
-        "revoke an API key",
-        (arg("key_id"),),
-        run=lambda ops, a: ops.revoke_key(a.key_id),
-        show=show_record,
-    ),
+    OPERATION("add_key", show_new_key),
+    OPERATION("list_keys", show_keys),
+    OPERATION("revoke_key", show_record),
     Command(
         "serve",
         "run the REST server (and MCP over HTTP at /mcp) owning the data directory",
