@@ -3,153 +3,35 @@
 A server owns its data directory, so the CLI (``--url``) and a stdio MCP server
 (``omoide mcp --url``) reach it over HTTP. :class:`RemoteOperations` implements
 :class:`~omoide.service.protocol.Operations` as :class:`~omoide.service.local.LocalOperations`
-does; the key decides the agent, and the
-server's refusals come back as the same :mod:`omoide.errors` exceptions. It uses only the
-standard library, so the base install can talk to a server.
+does; each call goes to the method and path the operation table gives it
+(:mod:`omoide.service._http`), the key decides the agent, and the server's refusals come back
+as the same :mod:`omoide.errors` exceptions. It uses only the standard library, so the base
+install can talk to a server.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from omoide.errors import (
-    AlreadyExistsError,
-    AuthenticationError,
-    CapacityError,
-    LLMError,
-    NotFoundError,
-    OmoideError,
-    PermissionDeniedError,
-    ProtectedMemoryError,
-    StorageError,
-    StoreLockedError,
-    ValidationError,
-)
 from omoide.ingest.indexing import ProgressCallback
+from omoide.service._http import HttpOperations, clean
 from omoide.service.protocol import AuditQuery
 from omoide.service.transfer import Progress
 
 __all__ = ["RemoteOperations"]
 
-_ERRORS: dict[str, type[OmoideError]] = {
-    cls.__name__: cls
-    for cls in (
-        AlreadyExistsError,
-        AuthenticationError,
-        CapacityError,
-        LLMError,
-        PermissionDeniedError,
-        ProtectedMemoryError,
-        StorageError,
-        StoreLockedError,
-    )
-}
 
-
-def _error(status: int, body: bytes) -> OmoideError:
-    try:
-        data = json.loads(body)
-    except ValueError:
-        data = None
-    if status == 422 and isinstance(data, dict) and isinstance(data.get("detail"), list):
-        first = data["detail"][0] if data["detail"] else {}
-        loc = [str(p) for p in first.get("loc", []) if p not in ("body", "query", "path")]
-        return ValidationError(".".join(loc) or "request", str(first.get("msg", "invalid")))
-    detail = data.get("detail") if isinstance(data, dict) else None
-    message = str(detail) if detail else body.decode("utf-8", "replace")[:500]
-    name = data.get("error") if isinstance(data, dict) else None
-    if status == 404:
-        missing = NotFoundError("item", message)
-        missing.args = (message,)  # keep the server's wording
-        return missing
-    if isinstance(name, str) and name in _ERRORS:
-        return _ERRORS[name](message)
-    if status == 401:
-        return AuthenticationError(message)
-    if status == 403:
-        return PermissionDeniedError(message)
-    return OmoideError(f"server answered {status}: {message}")
-
-
-def _clean(fields: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        k: (v.isoformat() if isinstance(v, datetime) else v)
-        for k, v in fields.items()
-        if v is not None
-    }
-
-
-class RemoteOperations:
+class RemoteOperations(HttpOperations):
     """The operations over HTTP, as the agent of ``key``."""
-
-    def __init__(self, url: str, key: str | None, *, timeout: float = 300.0) -> None:
-        parsed = urllib.parse.urlparse(url)
-        if parsed.scheme not in ("http", "https") or not parsed.netloc:
-            raise ValidationError("url", f"expected http(s)://host:port, got {url!r}")
-        self.url = url.rstrip("/")
-        self.key = key
-        self.timeout = timeout
-
-    # -- transport ---------------------------------------------------------------------
-
-    def _open(
-        self,
-        method: str,
-        path: str,
-        *,
-        body: bytes | None = None,
-        content_type: str = "application/json",
-        query: Mapping[str, Any] | None = None,
-    ) -> Any:
-        url = self.url + path
-        if query:
-            url += "?" + urllib.parse.urlencode(
-                {
-                    k: (str(v).lower() if isinstance(v, bool) else v)
-                    for k, v in _clean(query).items()
-                }
-            )
-        headers = {"Accept": "application/json", "Content-Type": content_type}
-        if self.key:
-            headers["Authorization"] = f"Bearer {self.key}"
-        request = urllib.request.Request(url, data=body, method=method, headers=headers)
-        try:
-            return urllib.request.urlopen(request, timeout=self.timeout)
-        except urllib.error.HTTPError as exc:
-            raise _error(exc.code, exc.read()) from None
-        except urllib.error.URLError as exc:
-            raise OmoideError(
-                f"cannot reach the omoide server at {self.url}: {exc.reason}"
-            ) from None
-
-    def _call(
-        self,
-        method: str,
-        path: str,
-        payload: Any = None,
-        *,
-        query: Mapping[str, Any] | None = None,
-    ) -> Any:
-        body = None if payload is None else json.dumps(payload, ensure_ascii=False).encode()
-        with self._open(method, path, body=body, query=query) as response:
-            return json.loads(response.read())
-
-    @staticmethod
-    def _q(value: str) -> str:
-        return urllib.parse.quote(value, safe="")
 
     # -- identity and episodic ---------------------------------------------------------
 
     def whoami(self) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("GET", "/v1/whoami")
-        return result
+        return self._object("whoami")
 
     def record(
         self,
@@ -167,29 +49,24 @@ class RemoteOperations:
         scope: str | Sequence[str] | None = None,
         agent_name: str | None = None,
     ) -> dict[str, Any]:
-        payload = _clean(
-            {
-                "event_type": event_type,
-                "description": description,
-                "context": context,
-                "outcome": outcome,
-                "importance": importance,
-                "tags": tags,
-                "references": references,
-                "id": id,
-                "timestamp": timestamp,
-                "decay_rate": decay_rate,
-                "scope": scope,
-                "agent_name": agent_name,  # refused by the server, as by LocalOperations
-            }
-        )
-        result: dict[str, Any] = self._call("POST", "/v1/episodes", payload)
-        return result
+        payload = {
+            "event_type": event_type,
+            "description": description,
+            "context": context,
+            "outcome": outcome,
+            "importance": importance,
+            "tags": tags,
+            "references": references,
+            "id": id,
+            "timestamp": timestamp,
+            "decay_rate": decay_rate,
+            "scope": scope,
+            "agent_name": agent_name,  # refused by the server, as by LocalOperations
+        }
+        return self._object("record", clean(payload))
 
     def record_many(self, items: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-        payload = {"episodes": [_clean(i) for i in items]}
-        result: list[dict[str, Any]] = self._call("POST", "/v1/episodes/batch", payload)
-        return result
+        return self._list("record_many", {"episodes": [clean(i) for i in items]})
 
     def search_episodes(
         self,
@@ -211,12 +88,10 @@ class RemoteOperations:
             "tags": tags,
             "top_k": top_k,
         }
-        result: list[dict[str, Any]] = self._call("POST", "/v1/episodes/search", _clean(payload))
-        return result
+        return self._list("search_episodes", clean(payload))
 
     def get_episode(self, episode_id: str) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("GET", f"/v1/episodes/{self._q(episode_id)}")
-        return result
+        return self._object("get_episode", episode_id=episode_id)
 
     def list_episodes(
         self,
@@ -236,8 +111,7 @@ class RemoteOperations:
             "limit": limit,
             "offset": offset,
         }
-        result: list[dict[str, Any]] = self._call("GET", "/v1/episodes", query=filters)
-        return result
+        return self._list("list_episodes", query=filters)
 
     def update_episode(
         self,
@@ -247,20 +121,16 @@ class RemoteOperations:
         importance: float | None = None,
         tags: Sequence[str] | None = None,
     ) -> dict[str, Any]:
-        fields = _clean({"outcome": outcome, "importance": importance, "tags": tags})
-        path = f"/v1/episodes/{self._q(episode_id)}"
-        result: dict[str, Any] = self._call("PATCH", path, fields)
-        return result
+        fields = clean({"outcome": outcome, "importance": importance, "tags": tags})
+        return self._object("update_episode", fields, episode_id=episode_id)
 
     def delete_episode(self, episode_id: str) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("DELETE", f"/v1/episodes/{self._q(episode_id)}")
-        return result
+        return self._object("delete_episode", episode_id=episode_id)
 
     # -- semantic ----------------------------------------------------------------------
 
     def collections(self) -> list[dict[str, Any]]:
-        result: list[dict[str, Any]] = self._call("GET", "/v1/collections")
-        return result
+        return self._list("collections")
 
     def store(
         self,
@@ -271,17 +141,13 @@ class RemoteOperations:
         *,
         scope: str | Sequence[str] | None = None,
     ) -> dict[str, Any]:
-        payload = _clean(
-            {
-                "documents": list(documents),
-                "metadatas": None if metadatas is None else list(metadatas),
-                "ids": None if ids is None else list(ids),
-                "scope": scope if scope is None or isinstance(scope, str) else ",".join(scope),
-            }
-        )
-        path = f"/v1/collections/{self._q(collection)}/documents"
-        result: dict[str, Any] = self._call("POST", path, payload)
-        return result
+        payload = {
+            "documents": list(documents),
+            "metadatas": None if metadatas is None else list(metadatas),
+            "ids": None if ids is None else list(ids),
+            "scope": scope if scope is None or isinstance(scope, str) else ",".join(scope),
+        }
+        return self._object("store", clean(payload), collection=collection)
 
     def query(
         self,
@@ -291,42 +157,30 @@ class RemoteOperations:
         where: Mapping[str, Any] | None = None,
         where_document: Mapping[str, Any] | None = None,
     ) -> list[dict[str, Any]]:
-        payload = _clean(
-            {
-                "query_text": query_text,
-                "n_results": n_results,
-                "where": where,
-                "where_document": where_document,
-            }
-        )
-        path = f"/v1/collections/{self._q(collection)}/query"
-        result: list[dict[str, Any]] = self._call("POST", path, payload)
-        return result
+        payload = {
+            "query_text": query_text,
+            "n_results": n_results,
+            "where": where,
+            "where_document": where_document,
+        }
+        return self._list("query", clean(payload), collection=collection)
 
     def get_document(self, collection: str, doc_id: str) -> dict[str, Any]:
-        path = f"/v1/collections/{self._q(collection)}/documents/{self._q(doc_id)}"
-        result: dict[str, Any] = self._call("GET", path)
-        return result
+        return self._object("get_document", collection=collection, doc_id=doc_id)
 
     def list_documents(
         self, collection: str, *, limit: int = 50, offset: int = 0
     ) -> list[dict[str, Any]]:
-        path = f"/v1/collections/{self._q(collection)}/documents"
-        result: list[dict[str, Any]] = self._call(
-            "GET", path, query={"limit": limit, "offset": offset}
-        )
-        return result
+        page = {"limit": limit, "offset": offset}
+        return self._list("list_documents", query=page, collection=collection)
 
     def delete_document(self, collection: str, doc_id: str) -> dict[str, Any]:
-        path = f"/v1/collections/{self._q(collection)}/documents/{self._q(doc_id)}"
-        result: dict[str, Any] = self._call("DELETE", path)
-        return result
+        return self._object("delete_document", collection=collection, doc_id=doc_id)
 
     # -- procedural --------------------------------------------------------------------
 
     def procedures(self) -> list[dict[str, Any]]:
-        result: list[dict[str, Any]] = self._call("GET", "/v1/procedures")
-        return result
+        return self._list("procedures")
 
     def register_procedure(
         self,
@@ -339,62 +193,48 @@ class RemoteOperations:
         avg_quality_score: float | None = None,
         scope: str | None = None,
     ) -> dict[str, Any]:
-        fields = {
+        payload = {
+            "name": name,
+            "trigger": trigger,
+            "template": template,
             "description": description,
             "success_rate": success_rate,
             "avg_quality_score": avg_quality_score,
             "scope": scope,
         }
-        payload = _clean({"name": name, "trigger": trigger, "template": template, **fields})
-        result: dict[str, Any] = self._call("POST", "/v1/procedures", payload)
-        return result
+        return self._object("register_procedure", clean(payload))
 
     def get_procedure(self, name: str) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("GET", f"/v1/procedures/{self._q(name)}")
-        return result
+        return self._object("get_procedure", name=name)
 
     def match_procedure(self, task: str) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("POST", "/v1/procedures/match", {"task": task})
-        return result
+        return self._object("match_procedure", {"task": task})
 
     def report_outcome(self, name: str, quality_score: float, success: bool) -> dict[str, Any]:
         payload = {"quality_score": quality_score, "success": success}
-        result: dict[str, Any] = self._call(
-            "POST", f"/v1/procedures/{self._q(name)}/outcomes", payload
-        )
-        return result
+        return self._object("report_outcome", payload, name=name)
 
     def evolve_procedure(
         self, name: str, template: str, *, trigger: str | None = None
     ) -> dict[str, Any]:
-        payload = _clean({"template": template, "trigger": trigger})
-        result: dict[str, Any] = self._call(
-            "POST", f"/v1/procedures/{self._q(name)}/versions", payload
-        )
-        return result
+        payload = clean({"template": template, "trigger": trigger})
+        return self._object("evolve_procedure", payload, name=name)
 
     def procedure_history(self, name: str) -> list[dict[str, Any]]:
-        result: list[dict[str, Any]] = self._call("GET", f"/v1/procedures/{self._q(name)}/history")
-        return result
+        return self._list("procedure_history", name=name)
 
     def rollback_procedure(self, name: str, version: int) -> dict[str, Any]:
-        result: dict[str, Any] = self._call(
-            "POST", f"/v1/procedures/{self._q(name)}/rollback", {"version": version}
-        )
-        return result
+        return self._object("rollback_procedure", {"version": version}, name=name)
 
     # -- working memory ----------------------------------------------------------------
 
     def working(
         self, session_id: str, *, create: bool = False, max_tokens: int | None = None
     ) -> dict[str, Any]:
-        path = f"/v1/working/{self._q(session_id)}"
         if create or max_tokens is not None:
-            payload = None if max_tokens is None else {"max_tokens": max_tokens}
-            result: dict[str, Any] = self._call("PUT", path, payload or {})
-        else:
-            result = self._call("GET", path)
-        return result
+            payload = {} if max_tokens is None else {"max_tokens": max_tokens}
+            return self._object("working", payload, method="PUT", session_id=session_id)
+        return self._object("working", method="GET", session_id=session_id)
 
     def add_message(
         self,
@@ -406,43 +246,38 @@ class RemoteOperations:
         pinned: bool = False,
         metadata: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
-        fields = {"role": role, "importance": importance, "pinned": pinned, "metadata": metadata}
-        result: dict[str, Any] = self._call(
-            "POST",
-            f"/v1/working/{self._q(session_id)}/messages",
-            _clean({"content": content, **fields}),
-        )
-        return result
+        payload = {
+            "content": content,
+            "role": role,
+            "importance": importance,
+            "pinned": pinned,
+            "metadata": metadata,
+        }
+        return self._object("add_message", clean(payload), session_id=session_id)
 
     def set_slot(self, session_id: str, slot: str, value: str | None) -> dict[str, Any]:
-        path = f"/v1/working/{self._q(session_id)}/slots/{self._q(slot)}"
-        result: dict[str, Any] = self._call("PUT", path, {"value": value})
-        return result
+        return self._object("set_slot", {"value": value}, session_id=session_id, slot=slot)
 
     def pin(self, session_id: str, key: str, content: str, reason: str = "") -> dict[str, Any]:
-        path = f"/v1/working/{self._q(session_id)}/pins/{self._q(key)}"
-        result: dict[str, Any] = self._call("PUT", path, {"content": content, "reason": reason})
-        return result
+        payload = {"content": content, "reason": reason}
+        return self._object("pin", payload, session_id=session_id, key=key)
 
     def unpin(self, session_id: str, key: str) -> dict[str, Any]:
-        path = f"/v1/working/{self._q(session_id)}/pins/{self._q(key)}"
-        result: dict[str, Any] = self._call("DELETE", path)
-        return result
+        return self._object("unpin", session_id=session_id, key=key)
 
     def clear_messages(self, session_id: str) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("POST", f"/v1/working/{self._q(session_id)}/clear")
-        return result
+        return self._object("clear_messages", session_id=session_id)
 
     # -- whole store -------------------------------------------------------------------
 
     def stats(self) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("GET", "/v1/stats")
-        return result
+        return self._object("stats")
 
     def export_lines(
         self, *, embeddings: bool = True, progress: Progress | None = None
     ) -> Iterator[str]:
-        response = self._open("GET", "/v1/export", query={"embeddings": embeddings})
+        route = self._route("export_lines")
+        response = self._open(route.method, route.path, query={"embeddings": embeddings})
 
         def lines() -> Iterator[str]:
             total, done = 0, 0
@@ -474,9 +309,10 @@ class RemoteOperations:
         )
         if progress is not None:
             progress("upload", 0, 1)
+        route = self._route("import_lines")
         with self._open(
-            "POST",
-            "/v1/import",
+            route.method,
+            route.path,
             body=body,
             content_type="application/x-ndjson",
             query={"reembed": reembed},
@@ -485,6 +321,15 @@ class RemoteOperations:
         if progress is not None:
             progress("upload", 1, 1)
         return result
+
+    def add_key(self, agent_name: str, *, admin: bool = False, label: str = "") -> dict[str, Any]:
+        return self._object("add_key", {"agent_name": agent_name, "admin": admin, "label": label})
+
+    def list_keys(self, *, include_revoked: bool = False) -> list[dict[str, Any]]:
+        return self._list("list_keys", query={"include_revoked": include_revoked})
+
+    def revoke_key(self, key_id: str) -> dict[str, Any]:
+        return self._object("revoke_key", key_id=key_id)
 
     # -- pipelines -----------------------------------------------------------------------
 
@@ -496,53 +341,45 @@ class RemoteOperations:
         budget_tokens: int | None = None,
         layers: Sequence[str] | None = None,
     ) -> dict[str, Any]:
-        payload = _clean(
-            {
-                "query": query,
-                "session_id": session_id,
-                "budget_tokens": budget_tokens,
-                "layers": None if layers is None else list(layers),
-            }
-        )
-        result: dict[str, Any] = self._call("POST", "/v1/recall", payload)
-        return result
+        payload = {
+            "query": query,
+            "session_id": session_id,
+            "budget_tokens": budget_tokens,
+            "layers": None if layers is None else list(layers),
+        }
+        return self._object("recall", clean(payload))
 
     def distill(self) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("POST", "/v1/distill")
-        return result
+        return self._object("distill")
 
     def forget(self, *, dry_run: bool = False) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("POST", "/v1/forget", {"dry_run": dry_run})
-        return result
+        return self._object("forget", {"dry_run": dry_run})
 
     def maintain(self) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("POST", "/v1/maintain")
-        return result
+        return self._object("maintain")
 
     def enforce_collections(self, *, dry_run: bool = False) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("POST", "/v1/enforce-collections", {"dry_run": dry_run})
-        return result
+        return self._object("enforce_collections", {"dry_run": dry_run})
 
     def audit(self, query: AuditQuery | None = None) -> list[dict[str, Any]]:
-        params = (query or AuditQuery()).params()
-        result: list[dict[str, Any]] = self._call("GET", "/v1/audit", query=params)
-        return result
+        return self._list("audit", query=(query or AuditQuery()).params())
 
     def restore(
         self, item_id: str, *, layer: str | None = None, collection: str | None = None
     ) -> dict[str, Any]:
-        payload = _clean({"id": item_id, "layer": layer, "collection": collection})
-        result: dict[str, Any] = self._call("POST", "/v1/restore", payload)
-        return result
+        payload = {"id": item_id, "layer": layer, "collection": collection}
+        return self._object("restore", clean(payload))
 
     def purge(
         self, item_id: str, *, reason: str, layer: str = "episodic", collection: str = ""
     ) -> dict[str, Any]:
-        payload = _clean({"id": item_id, "reason": reason, "layer": layer})
-        if collection:
-            payload["collection"] = collection
-        result: dict[str, Any] = self._call("POST", "/v1/admin/purge", payload)
-        return result
+        payload = {
+            "id": item_id,
+            "reason": reason,
+            "layer": layer,
+            "collection": collection or None,
+        }
+        return self._object("purge", clean(payload))
 
     def index(
         self,
@@ -560,7 +397,8 @@ class RemoteOperations:
     ) -> dict[str, Any]:
         """Index a folder on the *server's* machine (the path is read there); ``progress``
         is not called (the server reports figures at the end)."""
-        options = {
+        payload = {
+            "path": str(path),
             "source": source,
             "include": list(include) or None,
             "exclude": list(exclude) or None,
@@ -569,10 +407,7 @@ class RemoteOperations:
             "use_git": use_git,
             "dry_run": dry_run,
         }
-        payload = _clean({"path": str(path), **options})
-        route = f"/v1/collections/{self._q(collection)}/index"
-        result: dict[str, Any] = self._call("POST", route, payload)
-        return result
+        return self._object("index", clean(payload), collection=collection)
 
     def cache(
         self,
@@ -585,32 +420,16 @@ class RemoteOperations:
         metadata: Mapping[str, Any] | None = None,
         scope: str | Sequence[str] | None = None,
     ) -> dict[str, Any]:
-        fields = {"collection": collection, "metadata": metadata, "scope": scope}
-        payload = _clean(
-            {"key": key, "content": content, "ttl_days": ttl_days, "source": source, **fields}
-        )
-        result: dict[str, Any] = self._call("PUT", "/v1/cache", payload)
-        return result
+        payload = {
+            "key": key,
+            "content": content,
+            "ttl_days": ttl_days,
+            "source": source,
+            "collection": collection,
+            "metadata": metadata,
+            "scope": scope,
+        }
+        return self._object("cache", clean(payload))
 
     def cached(self, key: str, *, collection: str | None = None) -> dict[str, Any]:
-        result: dict[str, Any] = self._call(
-            "GET", "/v1/cache", query={"key": key, "collection": collection}
-        )
-        return result
-
-    # -- API keys ------------------------------------------------------------------------
-
-    def add_key(self, agent_name: str, *, admin: bool = False, label: str = "") -> dict[str, Any]:
-        payload = {"agent_name": agent_name, "admin": admin, "label": label}
-        result: dict[str, Any] = self._call("POST", "/v1/keys", payload)
-        return result
-
-    def list_keys(self, *, include_revoked: bool = False) -> list[dict[str, Any]]:
-        result: list[dict[str, Any]] = self._call(
-            "GET", "/v1/keys", query={"include_revoked": include_revoked}
-        )
-        return result
-
-    def revoke_key(self, key_id: str) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("DELETE", f"/v1/keys/{self._q(key_id)}")
-        return result
+        return self._object("cached", query={"key": key, "collection": collection})
