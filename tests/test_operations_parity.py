@@ -13,8 +13,10 @@ from typing import Any
 
 import pytest
 
-from omoide.service.local import LocalOperations
-from omoide.service.protocol import Operations
+from conftest import LiveServer
+from omoide.errors import NotFoundError
+from omoide.service.local import Caller, LocalOperations
+from omoide.service.protocol import AuditQuery, Operations
 from omoide.service.remote import RemoteOperations
 
 
@@ -99,3 +101,56 @@ def test_the_check_finds_a_missing_operation() -> None:
             raise NotImplementedError
 
     assert "missing record" in mismatches(Partial)
+
+
+def test_remote_operations_answer_as_local_ones(live_server: LiveServer) -> None:
+    """The generic remote calls reach the right routes with the right fields: each answer
+    is the one the same agent gets in-process."""
+    mem = live_server.mem
+    remote = RemoteOperations(live_server.url, live_server.keys["cto"])
+    local = LocalOperations(mem, Caller.for_agent(mem, "cto"))
+    assert remote.whoami() == local.whoami()
+    episode = remote.record("decision", "remote parity: indigo", tags=["parity"])
+    assert episode["agent_name"] == "cto"
+    assert remote.update_episode(episode["id"], outcome="shipped")["outcome"] == "shipped"
+    assert remote.get_episode(episode["id"])["outcome"] == "shipped"
+    assert [e["id"] for e in remote.list_episodes(limit=3)] == [
+        e["id"] for e in local.list_episodes(limit=3)
+    ]
+    found = remote.search_episodes("indigo parity", tags=["parity"], top_k=1)
+    assert [e["id"] for e in found] == [episode["id"]]
+    stored = remote.store("knowledge", ["parity document about indigo"], ids=["parity-doc"])
+    assert stored["ids"] == ["parity-doc"]
+    assert remote.get_document("knowledge", "parity-doc")["document"].startswith("parity")
+    assert (
+        remote.query("knowledge", "indigo", 1)[0]["id"]
+        == local.query("knowledge", "indigo", 1)[0]["id"]
+    )
+    assert [d["id"] for d in remote.list_documents("knowledge", limit=2)] == [
+        d["id"] for d in local.list_documents("knowledge", limit=2)
+    ]
+    remote.register_procedure("parity-proc", "parity:*", "v1", description="d")
+    assert remote.match_procedure("parity:go")["best"]["name"] == "parity-proc"
+    assert remote.report_outcome("parity-proc", 8.0, True)["name"] == "parity-proc"
+    assert remote.evolve_procedure("parity-proc", "v2")["template"] == "v2"
+    assert len(remote.procedure_history("parity-proc")) == 2
+    assert remote.rollback_procedure("parity-proc", 1)["template"] == "v1"
+    fields = ("name", "trigger", "template", "version", "success_rate")
+    here, there = local.get_procedure("parity-proc"), remote.get_procedure("parity-proc")
+    assert {k: there[k] for k in fields} == {k: here[k] for k in fields}
+    assert remote.pin("parity", "rule", "keep it short")["key"] == "rule"
+    assert remote.working("parity")["context"] == local.working("parity")["context"]
+    assert remote.unpin("parity", "rule")["key"] == "rule"
+    assert remote.clear_messages("parity")["evictions"] == []
+    cached = remote.cache("https://example.test/parity", "fresh", 1.0, "test")
+    assert remote.cached("https://example.test/parity")["id"] == cached["id"]
+    assert remote.forget(dry_run=True)["dry_run"] is True
+    assert [e["id"] for e in remote.audit(AuditQuery(limit=5))] == [
+        e["id"] for e in local.audit(AuditQuery(limit=5))
+    ]
+    with pytest.raises(NotFoundError):
+        remote.restore("no-such-item")
+    assert remote.recall("indigo")["agent_name"] == "cto"
+    assert remote.delete_document("knowledge", "parity-doc")["id"] == "parity-doc"
+    assert remote.delete_episode(episode["id"])["id"] == episode["id"]
+    assert remote.stats()["layers"].keys() == local.stats()["layers"].keys()

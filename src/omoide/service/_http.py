@@ -5,13 +5,16 @@ server's refusals turned back into :mod:`omoide.errors` exceptions. Standard lib
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
+import string
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from omoide.errors import (
     AlreadyExistsError,
@@ -29,7 +32,10 @@ from omoide.errors import (
 from omoide.service.operation import Route
 from omoide.service.table import operation
 
-__all__ = ["HttpOperations", "clean"]
+__all__ = ["HttpOperations", "clean", "remote_call"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 _ERRORS: dict[str, type[OmoideError]] = {
     cls.__name__: cls
@@ -166,3 +172,33 @@ class HttpOperations:
     ) -> list[dict[str, Any]]:
         result: list[dict[str, Any]] = self._send(operation_name, payload, **options)
         return result
+
+    def _generic(self, operation_name: str, values: dict[str, Any]) -> Any:
+        """Call an operation with its arguments by name: those the route's path names fill
+        it, the rest are the query (GET, DELETE) or the JSON body, unset ones left out."""
+        op = operation(operation_name)
+        route = op.route()
+        placeholders = {f for _, f, _, _ in string.Formatter().parse(route.path) if f}
+        path = route.path.format(**{k: self._q(str(values.pop(k))) for k in placeholders})
+        fields = {(op.args[k].wire if k in op.args else None) or k: v for k, v in values.items()}
+        if route.method in ("GET", "DELETE"):
+            return self._call(route.method, path, query=fields)
+        return self._call(route.method, path, clean(fields) or None)
+
+
+def remote_call(method: Callable[P, R]) -> Callable[P, R]:
+    """The method of :class:`HttpOperations` that calls the protocol's ``method`` on the
+    server (its signature and types are the protocol's): the generic remote call of an
+    operation whose arguments go to its route as they are."""
+    signature = inspect.signature(method)
+
+    @functools.wraps(method)
+    def call(*args: P.args, **kwargs: P.kwargs) -> R:
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        values = dict(bound.arguments)
+        self = values.pop("self")
+        result: R = self._generic(method.__name__, values)
+        return result
+
+    return call

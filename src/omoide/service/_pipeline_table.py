@@ -86,7 +86,7 @@ PIPELINE_OPERATIONS: tuple[Operation, ...] = (
         "restore",
         "bring an archived or compressed episode or document back",
         {
-            "item_id": a(),
+            "item_id": a(wire="id"),
             "layer": a("where the item is", "--layer", choices=_AUDITED),
             "collection": a("the document's collection", "--collection"),
         },

@@ -32,7 +32,8 @@ class Arg:
     ``flags`` None: not on the CLI; empty: positional; else options such as ``("--by",)``.
     ``dest`` names the CLI value when the argument's own name is taken by a common option.
     ``negate``: a flag that sets a bool argument to False (``--failed`` for ``success``).
-    ``minimum`` 1: the CLI refuses numbers below one.
+    ``minimum`` 1: the CLI refuses numbers below one. ``wire``: the argument's name in a REST
+    request when it differs (``id`` for ``item_id``).
     """
 
     help: str = ""
@@ -43,6 +44,7 @@ class Arg:
     minimum: int | None = None
     negate: bool = False
     cli_default: Any = REQUIRED
+    wire: str | None = None
 
 
 def a(help: str = "", *flags: str, **options: Any) -> Arg:
