@@ -8,7 +8,8 @@ answers without a key and ``/openapi.json`` describes the API. With the MCP endp
 Every ``/v1`` route needs ``Authorization: Bearer <key>`` (``omoide keys add AGENT``). The key
 decides the agent: writes are recorded as it, reads see what its scopes allow, and only its
 owner may change an item. Routes of the pipelines (recall, distill, forget, maintain, audit,
-restore, index, cache) are in :mod:`omoide.server.pipeline_routes`. Route handlers are
+restore, index, cache) are in :mod:`omoide.server.pipeline_routes`; every route takes its
+method, path and summary from the operation table (:mod:`omoide.server.routing`). Route handlers are
 synchronous, so FastAPI runs them on its thread pool; the library serializes what SQLite
 needs serialized, and the MCP tools share the same ``Memory``. Errors map to status codes
 in one place, :data:`STATUS_CODES`.
@@ -21,10 +22,8 @@ from contextlib import asynccontextmanager
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, FastAPI, Path, Query, Request, Security
-from fastapi.dependencies.models import Dependant
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
-from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -51,7 +50,7 @@ from omoide.server import schemas as s
 from omoide.server.auth import caller_for_key, safe_text
 from omoide.server.limits import BodyLimitMiddleware, check_request_text
 from omoide.server.pipeline_routes import pipeline_routers
-from omoide.server.routing import PREFIX, route
+from omoide.server.routing import PREFIX, route, strict_query
 from omoide.service.local import LocalOperations
 
 __all__ = ["DEFAULT_PORT", "STATUS_CODES", "create_app", "serve", "status_of"]
@@ -134,27 +133,6 @@ Offset = Annotated[int, Query(ge=0, le=1_000_000_000)]
 OptionalName = Annotated[str | None, Query(min_length=1, max_length=200)]
 # Parsed by the library (ISO 8601; a bare number is not a date-time).
 Instant = Annotated[str | None, Query(max_length=64, json_schema_extra={"format": "date-time"})]
-
-
-def _query_names(dependant: Dependant) -> set[str]:
-    names = {field.alias for field in dependant.query_params}
-    for sub in dependant.dependencies:
-        names |= _query_names(sub)
-    return names
-
-
-def _strict_query(request: Request) -> None:
-    """Refuse query parameters the route does not declare, or given twice (none of the
-    API's parameters is a list): a typo is an error, not a silently ignored filter."""
-    route = request.scope.get("route")
-    declared = _query_names(route.dependant) if isinstance(route, APIRoute) else set()
-    seen: set[str] = set()
-    for key, _ in request.query_params.multi_items():
-        if key not in declared:
-            raise ValidationError(key or "query", "is not a parameter of this route")
-        if key in seen:
-            raise ValidationError(key, "is given more than once")
-        seen.add(key)
 
 
 class RecordBatch(s._Request):
@@ -483,7 +461,7 @@ def create_app(
             router,
             prefix=PREFIX,
             responses=_ERROR_RESPONSES,
-            dependencies=[Depends(_strict_query)],
+            dependencies=[Depends(strict_query)],
         )
     app.router.routes.extend(routes)
 
