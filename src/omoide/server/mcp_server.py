@@ -6,9 +6,9 @@ agent comes from configuration (``--agent`` / ``$OMOIDE_AGENT``); over streamabl
 the API key of the request (``Authorization: Bearer <key>``), checked by
 :class:`~omoide.server.auth.KeyAuthMiddleware` before the MCP session sees the request.
 
-Tools: ``remember``, ``recall``, ``search_episodes``, ``store_knowledge``, ``search_knowledge``,
-``pin``, ``get_procedure``, ``report_outcome``, ``forget_dry_run``, ``cache_information``,
-``get_cached_information``. Resources: ``omoide://stats`` and
+Tools: one per operation the table (:mod:`omoide.service.table`) exposes over MCP, named and
+described there (``remember`` is ``record``, ``search_knowledge`` is ``query``, ...); the
+parameters, shaped for an LLM, are declared here. Resources: ``omoide://stats`` and
 ``omoide://stats/{layer}`` (counts and sizes of what the agent may read).
 """
 
@@ -30,27 +30,26 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from omoide._version import __version__
-from omoide.errors import AuthenticationError, OmoideError
+from omoide.errors import AuthenticationError, OmoideError, ValidationError
 from omoide.memory import Memory
 from omoide.server.auth import CALLER, KeyAuthMiddleware
 from omoide.server.limits import check_request_text
 from omoide.service.local import Caller, LocalOperations
+from omoide.service.protocol import Operations
+from omoide.service.table import operation
 
 if TYPE_CHECKING:
     from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
-
-    from omoide.service.remote import RemoteOperations
-
-    Operations = LocalOperations | RemoteOperations
 
 __all__ = ["create_mcp_app", "create_mcp_server", "local_operations", "mcp_route"]
 
 #: Gives the operations for the caller of the current request (None: no HTTP key, i.e. stdio
 #: or an in-process client).
-OperationsFor = Callable[[Caller | None], "Operations"]
+OperationsFor = Callable[[Caller | None], Operations]
 
 _CALLER: ContextVar[Caller | None] = ContextVar("omoide_mcp_caller", default=None)
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
 
 INSTRUCTIONS = """\
 omoide is your long-term memory, shared with the other agents you work with.
@@ -114,10 +113,21 @@ def create_mcp_server(operations: OperationsFor) -> MCPServer:
         except OmoideError as exc:
             raise ToolError(f"{type(exc).__name__}: {exc}") from exc
 
+    def tool(name: str, annotations: ToolAnnotations) -> Callable[[F], F]:
+        """Register the decorated function as the MCP tool of operation ``name``: the tool's
+        name and description come from the operation table."""
+        spec = operation(name).mcp
+        if spec is None:
+            raise ValidationError("name", f"the operation {name!r} has no MCP tool")
+        decorator: Callable[[F], F] = server.tool(
+            name=spec.name, description=spec.description, annotations=annotations
+        )
+        return decorator
+
     writes = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
     reads = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
-    @server.tool(annotations=writes)
+    @tool("record", writes)
     def remember(
         description: Annotated[
             str, Field(description="What happened, in one or two sentences (any language).")
@@ -147,11 +157,6 @@ def create_mcp_server(operations: OperationsFor) -> MCPServer:
             ),
         ] = None,
     ) -> dict[str, Any]:
-        """Record an episode in long-term memory: something that happened and matters later.
-
-        Use it for decisions and their reasons, errors and their fixes, feedback from humans,
-        successes and conflicts. Returns the stored episode with its id.
-        """
         return call(
             lambda ops: ops.record(
                 event_type,
@@ -166,7 +171,7 @@ def create_mcp_server(operations: OperationsFor) -> MCPServer:
             ("outcome", outcome),
         )
 
-    @server.tool(annotations=reads)
+    @tool("search_episodes", reads)
     def search_episodes(
         query: Annotated[str, Field(description="What you want to remember, in any language.")],
         event_type: Annotated[str | None, Field(description="Only this event type.")] = None,
@@ -175,11 +180,6 @@ def create_mcp_server(operations: OperationsFor) -> MCPServer:
         ] = None,
         top_k: Annotated[int, Field(ge=1, le=50, description="How many to return.")] = 5,
     ) -> list[dict[str, Any]]:
-        """Search past episodes (what happened, who decided what, how errors were fixed).
-
-        Ranked by relevance, importance and freshness; returns the best matches with scores.
-        For reference knowledge use search_knowledge instead.
-        """
         return call(
             lambda ops: ops.search_episodes(
                 query, event_type=event_type, agent_name=agent_name, top_k=top_k
@@ -187,7 +187,7 @@ def create_mcp_server(operations: OperationsFor) -> MCPServer:
             ("query", query),
         )
 
-    @server.tool(annotations=writes)
+    @tool("store", writes)
     def store_knowledge(
         content: Annotated[str, Field(description="The text to keep; long texts are chunked.")],
         collection: Annotated[
@@ -205,11 +205,6 @@ def create_mcp_server(operations: OperationsFor) -> MCPServer:
             str | None, Field(description="'global' (default), 'private' or 'agent:NAME,...'.")
         ] = None,
     ) -> dict[str, Any]:
-        """Store a piece of reference knowledge (documentation, facts, explanations, code).
-
-        It becomes searchable by meaning with search_knowledge. Storing the same id again
-        replaces your earlier version.
-        """
         return call(
             lambda ops: ops.store(
                 collection,
@@ -221,7 +216,7 @@ def create_mcp_server(operations: OperationsFor) -> MCPServer:
             ("content", content),
         )
 
-    @server.tool(annotations=reads)
+    @tool("query", reads)
     def search_knowledge(
         query: Annotated[str, Field(description="A question or topic, in any language.")],
         collection: Annotated[
@@ -233,46 +228,34 @@ def create_mcp_server(operations: OperationsFor) -> MCPServer:
             Field(description="Optional metadata filter, e.g. {'topic': 'fastapi'}."),
         ] = None,
     ) -> list[dict[str, Any]]:
-        """Search stored knowledge by meaning; returns the closest passages with their ids."""
         return call(lambda ops: ops.query(collection, query, n_results, where), ("query", query))
 
-    @server.tool(annotations=writes)
+    @tool("pin", writes)
     def pin(
         key: Annotated[str, Field(description="A short name for the pinned item.")],
         content: Annotated[str, Field(description="The instruction or fact to keep in view.")],
         reason: Annotated[str, Field(description="Why it is pinned.")] = "",
         session_id: Annotated[str, Field(description="Your working session.")] = "default",
     ) -> dict[str, Any]:
-        """Pin an instruction or fact into your working memory for the whole session.
-
-        Pinned items are always part of your context until unpinned; pinning the same key
-        again replaces it.
-        """
         return call(lambda ops: ops.pin(session_id, key, content, reason))
 
-    @server.tool(annotations=reads)
+    @tool("match_procedure", reads)
     def get_procedure(
         task: Annotated[
             str, Field(description="The task at hand, e.g. 'deploy:production' or '記事を書く'.")
         ],
     ) -> dict[str, Any]:
-        """Find the best known procedure (step-by-step template) for a task.
-
-        Returns the best match (by success rate and quality) and the other candidates, or no
-        best match if none applies. Report how it went with report_outcome.
-        """
         return call(lambda ops: ops.match_procedure(task))
 
-    @server.tool(annotations=writes)
+    @tool("report_outcome", writes)
     def report_outcome(
         name: Annotated[str, Field(description="The procedure's name, from get_procedure.")],
         quality_score: Annotated[float, Field(ge=0, le=10, description="0 (bad) to 10.")],
         success: Annotated[bool, Field(description="Did the task succeed?")],
     ) -> dict[str, Any]:
-        """Report how following a procedure went; better procedures are chosen more often."""
         return call(lambda ops: ops.report_outcome(name, quality_score, success))
 
-    @server.tool(annotations=reads)
+    @tool("recall", reads)
     def recall(
         query: Annotated[
             str, Field(description="What you need to remember, in any language; may say when.")
@@ -285,29 +268,15 @@ def create_mcp_server(operations: OperationsFor) -> MCPServer:
             str | None, Field(description="Your working session, to include its pins.")
         ] = None,
     ) -> dict[str, Any]:
-        """Recall everything relevant to a question from all of your memory at once.
-
-        Searches episodes, knowledge, procedures and your working session, ranks what it
-        finds and packs it into a token budget. Returns `context` (text ready to read, each
-        item attributed to its author) and `items` (with layer, id and why each was chosen).
-        Time expressions such as "last week" or "先週" narrow the search. Prefer this tool
-        when you do not know where an answer is stored.
-        """
         return call(
             lambda ops: ops.recall(query, session_id=session_id, budget_tokens=budget_tokens)
         )
 
-    @server.tool(annotations=reads)
+    @tool("forget", reads)
     def forget_dry_run() -> dict[str, Any]:
-        """Preview what the forgetting policies would delete, archive or compress now.
-
-        Changes nothing. Lists, per policy, the items it would act on (only those you may
-        read) and why, and the ones it would leave alone (never-forget items are always
-        kept). Use it before asking an operator to run forgetting.
-        """
         return call(lambda ops: ops.forget(dry_run=True))
 
-    @server.tool(annotations=writes)
+    @tool("cache", writes)
     def cache_information(
         key: Annotated[str, Field(description="The URL or a key naming the information.")],
         content: Annotated[str, Field(description="The text fetched (an answer, a page).")],
@@ -319,23 +288,15 @@ def create_mcp_server(operations: OperationsFor) -> MCPServer:
             str | None, Field(description="'global' (default), 'private' or 'agent:NAME,...'.")
         ] = None,
     ) -> dict[str, Any]:
-        """Keep information fetched from outside (web page, API answer) for a limited time.
-
-        It becomes searchable with search_knowledge until it expires; caching the same key
-        again replaces it. Use get_cached_information to check whether a fresh copy exists
-        before fetching again.
-        """
         return call(
             lambda ops: ops.cache(key, content, ttl_days, source, scope=scope),
             ("content", content),
         )
 
-    @server.tool(annotations=reads)
+    @tool("cached", reads)
     def get_cached_information(
         key: Annotated[str, Field(description="The URL or key it was cached under.")],
     ) -> dict[str, Any]:
-        """Return the unexpired cached copy of outside information, or an error if there is
-        none (then fetch it and call cache_information)."""
         return call(lambda ops: ops.cached(key))
 
     @server.resource(

@@ -14,6 +14,8 @@ from pydantic import BaseModel, Field, StrictBool
 
 from omoide.server import schemas as s
 from omoide.server.limits import check_request_text
+from omoide.server.routing import route
+from omoide.service.protocol import AuditQuery
 
 __all__ = ["pipeline_routers"]
 
@@ -211,7 +213,7 @@ def pipeline_routers(ops_dependency: Any) -> list[APIRouter]:
     Ops = Annotated[Any, Depends(ops_dependency)]
     recall = APIRouter(tags=["recall"])
 
-    @recall.post("/recall", response_model=RecallResponse)
+    @route(recall, "recall", response_model=RecallResponse)
     def recall_(body: RecallRequest, ops: Ops) -> Any:
         """The key's agent's memories that answer a query, from every layer, ranked and
         packed into a token budget; ``context`` is ready for a prompt."""
@@ -224,24 +226,30 @@ def pipeline_routers(ops_dependency: Any) -> list[APIRouter]:
 
     upkeep = APIRouter(tags=["maintenance"])
 
-    @upkeep.post("/distill", response_model=DistillReport)
+    @route(upkeep, "distill", response_model=DistillReport)
     def distill(ops: Ops) -> Any:
         """Turn old, similar episodes into knowledge documents (admin keys only)."""
         return ops.distill()
 
-    @upkeep.post("/forget", response_model=ForgetReport)
+    @route(upkeep, "forget", response_model=ForgetReport)
     def forget(body: ForgetRequest, ops: Ops) -> Any:
         """Apply the forgetting policies (admin keys only); a dry run only reports, and is
         open to every key (it lists only what the key's agent may read)."""
         return ops.forget(dry_run=body.dry_run)
 
-    @upkeep.post("/maintain", response_model=MaintenanceReport)
+    @route(upkeep, "maintain", response_model=MaintenanceReport)
     def maintain(ops: Ops) -> Any:
         """Run the daily job now: distill, forget, collection retention/caps/cache expiry
         (admin keys only; 503 while another run holds the maintenance lock)."""
         return ops.maintain()
 
-    @upkeep.get("/audit", response_model=list[AuditEntry])
+    @route(upkeep, "enforce_collections", response_model=RetentionReport)
+    def enforce_collections(body: ForgetRequest, ops: Ops) -> Any:
+        """Apply collection retention, caps and cache expiry alone (admin keys only); a dry
+        run only reports."""
+        return ops.enforce_collections(dry_run=body.dry_run)
+
+    @route(upkeep, "audit", response_model=list[AuditEntry])
     def audit(
         ops: Ops,
         item_id: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
@@ -259,7 +267,7 @@ def pipeline_routers(ops_dependency: Any) -> list[APIRouter]:
     ) -> Any:
         """What forgetting, retention, overflow and restores did, newest first (entries of
         items the key's agent may read)."""
-        return ops.audit(
+        query = AuditQuery(
             item_id,
             policy=policy,
             layer=layer,
@@ -269,13 +277,14 @@ def pipeline_routers(ops_dependency: Any) -> list[APIRouter]:
             until=until,
             limit=limit,
         )
+        return ops.audit(query)
 
-    @upkeep.post("/restore", response_model=RestoreResponse)
+    @route(upkeep, "restore", response_model=RestoreResponse)
     def restore(body: RestoreRequest, ops: Ops) -> Any:
         """Bring an archived or compressed item back (admin keys, or the item's owner)."""
         return ops.restore(body.id, layer=body.layer, collection=body.collection)
 
-    @upkeep.post("/admin/purge", response_model=AuditEntry)
+    @route(upkeep, "purge", response_model=AuditEntry)
     def purge(body: PurgeRequest, ops: Ops) -> Any:
         """Remove an item for good, never-forget ones included (admin keys only); audited
         with the item's snapshot, the admin and the reason."""
@@ -285,7 +294,7 @@ def pipeline_routers(ops_dependency: Any) -> list[APIRouter]:
 
     knowledge = APIRouter(tags=["semantic"])
 
-    @knowledge.post("/collections/{collection}/index", response_model=IndexReport)
+    @route(knowledge, "index", response_model=IndexReport)
     def index(
         collection: Annotated[str, Path(min_length=1, max_length=200)],
         body: IndexRequest,
@@ -305,7 +314,7 @@ def pipeline_routers(ops_dependency: Any) -> list[APIRouter]:
             dry_run=body.dry_run,
         )
 
-    @knowledge.put("/cache", response_model=s.Document)
+    @route(knowledge, "cache", response_model=s.Document)
     def cache(body: CacheRequest, ops: Ops) -> Any:
         """Cache outside information (an API answer, a web page) with its source and a time
         to live; caching the same key again replaces the entry."""
@@ -320,7 +329,7 @@ def pipeline_routers(ops_dependency: Any) -> list[APIRouter]:
             scope=body.scope,
         )
 
-    @knowledge.get("/cache", response_model=s.Document)
+    @route(knowledge, "cached", response_model=s.Document)
     def cached(
         ops: Ops,
         key: Annotated[str, Query(min_length=1, max_length=8192)],

@@ -8,7 +8,8 @@ answers without a key and ``/openapi.json`` describes the API. With the MCP endp
 Every ``/v1`` route needs ``Authorization: Bearer <key>`` (``omoide keys add AGENT``). The key
 decides the agent: writes are recorded as it, reads see what its scopes allow, and only its
 owner may change an item. Routes of the pipelines (recall, distill, forget, maintain, audit,
-restore, index, cache) are in :mod:`omoide.server.pipeline_routes`. Route handlers are
+restore, index, cache) are in :mod:`omoide.server.pipeline_routes`; every route takes its
+method, path and summary from the operation table (:mod:`omoide.server.routing`). Route handlers are
 synchronous, so FastAPI runs them on its thread pool; the library serializes what SQLite
 needs serialized, and the MCP tools share the same ``Memory``. Errors map to status codes
 in one place, :data:`STATUS_CODES`.
@@ -21,10 +22,8 @@ from contextlib import asynccontextmanager
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, FastAPI, Path, Query, Request, Security
-from fastapi.dependencies.models import Dependant
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
-from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -51,6 +50,7 @@ from omoide.server import schemas as s
 from omoide.server.auth import caller_for_key, safe_text
 from omoide.server.limits import BodyLimitMiddleware, check_request_text
 from omoide.server.pipeline_routes import pipeline_routers
+from omoide.server.routing import PREFIX, route, strict_query
 from omoide.service.local import LocalOperations
 
 __all__ = ["DEFAULT_PORT", "STATUS_CODES", "create_app", "serve", "status_of"]
@@ -135,27 +135,6 @@ OptionalName = Annotated[str | None, Query(min_length=1, max_length=200)]
 Instant = Annotated[str | None, Query(max_length=64, json_schema_extra={"format": "date-time"})]
 
 
-def _query_names(dependant: Dependant) -> set[str]:
-    names = {field.alias for field in dependant.query_params}
-    for sub in dependant.dependencies:
-        names |= _query_names(sub)
-    return names
-
-
-def _strict_query(request: Request) -> None:
-    """Refuse query parameters the route does not declare, or given twice (none of the
-    API's parameters is a list): a typo is an error, not a silently ignored filter."""
-    route = request.scope.get("route")
-    declared = _query_names(route.dependant) if isinstance(route, APIRoute) else set()
-    seen: set[str] = set()
-    for key, _ in request.query_params.multi_items():
-        if key not in declared:
-            raise ValidationError(key or "query", "is not a parameter of this route")
-        if key in seen:
-            raise ValidationError(key, "is given more than once")
-        seen.add(key)
-
-
 class RecordBatch(s._Request):
     episodes: Annotated[list[s.RecordRequest], Field(min_length=1, max_length=1000)]
 
@@ -171,14 +150,14 @@ def _fields(model: BaseModel) -> dict[str, Any]:
 def _episodes_router() -> APIRouter:
     api = APIRouter(tags=["episodic"])
 
-    @api.post("/episodes", status_code=201, response_model=s.Episode)
+    @route(api, "record", status_code=201, response_model=s.Episode)
     def record(body: s.RecordRequest, ops: Ops) -> Any:
         """Record an episode as the key's agent."""
         check_request_text(ops, ("description", body.description), ("outcome", body.outcome))
         fields = _fields(body)
         return ops.record(fields.pop("event_type"), fields.pop("description"), **fields)
 
-    @api.post("/episodes/batch", status_code=201, response_model=list[s.Episode])
+    @route(api, "record_many", status_code=201, response_model=list[s.Episode])
     def record_many(body: RecordBatch, ops: Ops) -> Any:
         """Record several episodes in one transaction (all or none)."""
         check_request_text(
@@ -190,7 +169,7 @@ def _episodes_router() -> APIRouter:
         )
         return ops.record_many([_fields(e) for e in body.episodes])
 
-    @api.post("/episodes/search", response_model=list[s.Episode])
+    @route(api, "search_episodes", response_model=list[s.Episode])
     def search(body: s.EpisodeSearch, ops: Ops) -> Any:
         """Episodes that best answer a query: relevance × 0.4 + importance × 0.35 +
         freshness × 0.25."""
@@ -198,7 +177,7 @@ def _episodes_router() -> APIRouter:
         fields = _fields(body)
         return ops.search_episodes(fields.pop("query"), **fields)
 
-    @api.get("/episodes", response_model=list[s.Episode])
+    @route(api, "list_episodes", response_model=list[s.Episode])
     def browse(
         ops: Ops,
         agent_name: OptionalName = None,
@@ -218,17 +197,17 @@ def _episodes_router() -> APIRouter:
             offset=offset,
         )
 
-    @api.get("/episodes/{episode_id}", response_model=s.Episode)
+    @route(api, "get_episode", response_model=s.Episode)
     def get(episode_id: PathName, ops: Ops) -> Any:
         return ops.get_episode(episode_id)
 
-    @api.patch("/episodes/{episode_id}", response_model=s.Episode)
+    @route(api, "update_episode", response_model=s.Episode)
     def update(episode_id: PathName, body: s.EpisodeUpdate, ops: Ops) -> Any:
         """Record an outcome, or change importance or tags (the recording agent only)."""
         check_request_text(ops, ("outcome", body.outcome))
         return ops.update_episode(episode_id, **_fields(body))
 
-    @api.delete("/episodes/{episode_id}", response_model=s.Episode)
+    @route(api, "delete_episode", response_model=s.Episode)
     def delete(episode_id: PathName, ops: Ops) -> Any:
         """Delete an episode (the recording agent only; never-forget episodes are refused)."""
         return ops.delete_episode(episode_id)
@@ -239,31 +218,29 @@ def _episodes_router() -> APIRouter:
 def _semantic_router() -> APIRouter:
     api = APIRouter(tags=["semantic"])
 
-    @api.get("/collections", response_model=list[s.Collection])
+    @route(api, "collections", response_model=list[s.Collection])
     def collections(ops: Ops) -> Any:
         return ops.collections()
 
-    @api.post(
-        "/collections/{collection}/documents", status_code=201, response_model=s.StoreResponse
-    )
+    @route(api, "store", status_code=201, response_model=s.StoreResponse)
     def store(collection: PathName, body: s.StoreRequest, ops: Ops) -> Any:
         """Upsert documents (chunked when long). Replacing a document is for its owner."""
         check_request_text(ops, *((f"documents[{i}]", d) for i, d in enumerate(body.documents)))
         return ops.store(collection, body.documents, body.metadatas, body.ids, scope=body.scope)
 
-    @api.get("/collections/{collection}/documents", response_model=list[s.Document])
+    @route(api, "list_documents", response_model=list[s.Document])
     def documents(collection: PathName, ops: Ops, limit: Limit = 50, offset: Offset = 0) -> Any:
         return ops.list_documents(collection, limit=limit, offset=offset)
 
-    @api.get("/collections/{collection}/documents/{doc_id}", response_model=s.Document)
+    @route(api, "get_document", response_model=s.Document)
     def get(collection: PathName, doc_id: PathName, ops: Ops) -> Any:
         return ops.get_document(collection, doc_id)
 
-    @api.delete("/collections/{collection}/documents/{doc_id}", response_model=s.Document)
+    @route(api, "delete_document", response_model=s.Document)
     def delete(collection: PathName, doc_id: PathName, ops: Ops) -> Any:
         return ops.delete_document(collection, doc_id)
 
-    @api.post("/collections/{collection}/query", response_model=list[s.QueryHit])
+    @route(api, "query", response_model=list[s.QueryHit])
     def query(collection: PathName, body: s.QueryRequest, ops: Ops) -> Any:
         """The passages nearest in meaning to the query, best first."""
         check_request_text(ops, ("query_text", body.query_text))
@@ -277,41 +254,41 @@ def _semantic_router() -> APIRouter:
 def _procedural_router() -> APIRouter:
     api = APIRouter(tags=["procedural"])
 
-    @api.get("/procedures", response_model=list[s.Procedure])
+    @route(api, "procedures", response_model=list[s.Procedure])
     def procedures(ops: Ops) -> Any:
         return ops.procedures()
 
-    @api.post("/procedures", status_code=201, response_model=s.Procedure)
+    @route(api, "register_procedure", status_code=201, response_model=s.Procedure)
     def register(body: s.RegisterRequest, ops: Ops) -> Any:
         fields = _fields(body)
         return ops.register_procedure(
             fields.pop("name"), fields.pop("trigger"), fields.pop("template"), **fields
         )
 
-    @api.post("/procedures/match", response_model=s.ProcedureMatch)
+    @route(api, "match_procedure", response_model=s.ProcedureMatch)
     def match(body: MatchRequest, ops: Ops) -> Any:
         """The best procedure for a task (success rate × 0.6 + quality/10 × 0.4)."""
         return ops.match_procedure(body.task)
 
-    @api.get("/procedures/{name}", response_model=s.Procedure)
+    @route(api, "get_procedure", response_model=s.Procedure)
     def get(name: PathName, ops: Ops) -> Any:
         return ops.get_procedure(name)
 
-    @api.get("/procedures/{name}/history", response_model=list[s.ProcedureVersion])
+    @route(api, "procedure_history", response_model=list[s.ProcedureVersion])
     def history(name: PathName, ops: Ops) -> Any:
         return ops.procedure_history(name)
 
-    @api.post("/procedures/{name}/outcomes", response_model=s.Procedure)
+    @route(api, "report_outcome", response_model=s.Procedure)
     def outcome(name: PathName, body: s.OutcomeRequest, ops: Ops) -> Any:
         """Fold one execution's outcome into the figures (moving average, α 0.1)."""
         return ops.report_outcome(name, body.quality_score, body.success)
 
-    @api.post("/procedures/{name}/versions", status_code=201, response_model=s.Procedure)
+    @route(api, "evolve_procedure", status_code=201, response_model=s.Procedure)
     def evolve(name: PathName, body: s.EvolveRequest, ops: Ops) -> Any:
         """Make a new template version current (the owner only)."""
         return ops.evolve_procedure(name, body.template, trigger=body.trigger)
 
-    @api.post("/procedures/{name}/rollback", response_model=s.Procedure)
+    @route(api, "rollback_procedure", response_model=s.Procedure)
     def rollback(name: PathName, body: s.RollbackRequest, ops: Ops) -> Any:
         return ops.rollback_procedure(name, body.version)
 
@@ -321,36 +298,36 @@ def _procedural_router() -> APIRouter:
 def _working_router() -> APIRouter:
     api = APIRouter(tags=["working"])
 
-    @api.get("/working/{session_id}", response_model=s.SessionView)
+    @route(api, "working", "GET", response_model=s.SessionView)
     def view(session_id: PathName, ops: Ops) -> Any:
         """The key's agent's working memory of a session, rendered context included."""
         return ops.working(session_id)
 
-    @api.put("/working/{session_id}", response_model=s.SessionView)
+    @route(api, "working", "PUT", response_model=s.SessionView)
     def open_session(session_id: PathName, body: s.SessionRequest, ops: Ops) -> Any:
         """Create a session, or resize it (a smaller one evicts messages as overflow does)."""
         return ops.working(session_id, create=True, max_tokens=body.max_tokens)
 
-    @api.post("/working/{session_id}/messages", response_model=s.EvictionsResponse)
+    @route(api, "add_message", response_model=s.EvictionsResponse)
     def add_message(session_id: PathName, body: s.AddMessageRequest, ops: Ops) -> Any:
         """Append a message; returns what it evicted (important ones became episodes)."""
         check_request_text(ops, ("content", body.content))
         fields = _fields(body)
         return ops.add_message(session_id, fields.pop("content"), **fields)
 
-    @api.put("/working/{session_id}/slots/{slot}", response_model=s.SessionView)
+    @route(api, "set_slot", response_model=s.SessionView)
     def set_slot(session_id: PathName, slot: Slot, body: s.SlotRequest, ops: Ops) -> Any:
         return ops.set_slot(session_id, slot, body.value)
 
-    @api.put("/working/{session_id}/pins/{key}", response_model=s.Pin)
+    @route(api, "pin", response_model=s.Pin)
     def pin(session_id: PathName, key: PathName, body: s.PinRequest, ops: Ops) -> Any:
         return ops.pin(session_id, key, body.content, body.reason)
 
-    @api.delete("/working/{session_id}/pins/{key}", response_model=s.Pin)
+    @route(api, "unpin", response_model=s.Pin)
     def unpin(session_id: PathName, key: PathName, ops: Ops) -> Any:
         return ops.unpin(session_id, key)
 
-    @api.post("/working/{session_id}/clear", response_model=s.EvictionsResponse)
+    @route(api, "clear_messages", response_model=s.EvictionsResponse)
     def clear(session_id: PathName, ops: Ops) -> Any:
         return ops.clear_messages(session_id)
 
@@ -360,17 +337,18 @@ def _working_router() -> APIRouter:
 def _store_router() -> APIRouter:
     api = APIRouter(tags=["store"])
 
-    @api.get("/whoami", response_model=s.WhoAmI)
+    @route(api, "whoami", response_model=s.WhoAmI)
     def whoami(ops: Ops) -> Any:
         return ops.whoami()
 
-    @api.get("/stats", response_model=s.Stats)
+    @route(api, "stats", response_model=s.Stats)
     def stats(ops: Ops) -> Any:
         """Counts and sizes per layer and per agent, of what the key's agent may read."""
         return ops.stats()
 
-    @api.get(
-        "/export",
+    @route(
+        api,
+        "export_lines",
         response_class=StreamingResponse,
         responses={
             200: {
@@ -383,8 +361,9 @@ def _store_router() -> APIRouter:
         lines = ops.export_lines(embeddings=embeddings)
         return StreamingResponse((line + "\n" for line in lines), media_type="application/x-ndjson")
 
-    @api.post(
-        "/import",
+    @route(
+        api,
+        "import_lines",
         response_model=s.ImportReport,
         openapi_extra={
             "requestBody": {
@@ -402,16 +381,16 @@ def _store_router() -> APIRouter:
             lambda: ops.import_lines(body.splitlines(), reembed=reembed)
         )
 
-    @api.get("/keys", response_model=list[s.ApiKeyInfo])
+    @route(api, "list_keys", response_model=list[s.ApiKeyInfo])
     def keys(ops: Ops, include_revoked: bool = False) -> Any:
         return ops.list_keys(include_revoked=include_revoked)
 
-    @api.post("/keys", status_code=201, response_model=s.NewApiKey)
+    @route(api, "add_key", status_code=201, response_model=s.NewApiKey)
     def add_key(body: s.AddKeyRequest, ops: Ops) -> Any:
         """Mint a key for an agent (admin keys only); the key is shown once."""
         return ops.add_key(body.agent_name, admin=body.admin, label=body.label)
 
-    @api.delete("/keys/{key_id}", response_model=s.ApiKeyInfo)
+    @route(api, "revoke_key", response_model=s.ApiKeyInfo)
     def revoke_key(key_id: PathName, ops: Ops) -> Any:
         return ops.revoke_key(key_id)
 
@@ -429,7 +408,7 @@ def create_app(
 
     With ``maintenance``, the daily job (``distill.schedule``) runs in a background thread
     of this process while the app serves: the server owns the data directory, so a
-    separate ``python -m omoide.pipelines.scheduler`` could not open it. The app does not close
+    separate ``python -m omoide.cli.schedule`` could not open it. The app does not close
     ``mem``: whoever opened it does.
     """
     mcp_server = None
@@ -480,9 +459,9 @@ def create_app(
     for router in [*routers, *pipeline_routers(_operations)]:
         app.include_router(
             router,
-            prefix="/v1",
+            prefix=PREFIX,
             responses=_ERROR_RESPONSES,
-            dependencies=[Depends(_strict_query)],
+            dependencies=[Depends(strict_query)],
         )
     app.router.routes.extend(routes)
 

@@ -1,8 +1,12 @@
 """The operations of :mod:`omoide.service.local`, against a running ``omoide serve``.
 
 A server owns its data directory, so the CLI (``--url``) and a stdio MCP server
-(``omoide mcp --url``) reach it over HTTP. :class:`RemoteOperations` has the methods and
-results of :class:`~omoide.service.local.LocalOperations`; the key decides the agent, and the
+(``omoide mcp --url``) reach it over HTTP. :class:`RemoteOperations` implements
+:class:`~omoide.service.protocol.Operations` as :class:`~omoide.service.local.LocalOperations`
+does; each call goes to the method and path the operation table gives it
+(:mod:`omoide.service._http`). Most operations are the generic call
+(:func:`~omoide.service._http.remote_call`: the arguments go to the route as they are); the
+few whose request is shaped otherwise are written out. The key decides the agent, and the
 server's refusals come back as the same :mod:`omoide.errors` exceptions. It uses only the
 standard library, so the base install can talk to a server.
 """
@@ -10,182 +14,38 @@ standard library, so the base install can talk to a server.
 from __future__ import annotations
 
 import json
-import urllib.error
-import urllib.parse
-import urllib.request
+import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from datetime import datetime
 from typing import Any
 
-from omoide.errors import (
-    AlreadyExistsError,
-    AuthenticationError,
-    CapacityError,
-    LLMError,
-    NotFoundError,
-    OmoideError,
-    PermissionDeniedError,
-    ProtectedMemoryError,
-    StorageError,
-    StoreLockedError,
-    ValidationError,
-)
+from omoide.ingest.indexing import ProgressCallback
+from omoide.service._http import HttpOperations, clean, remote_call
+from omoide.service.protocol import AuditQuery, Operations
 from omoide.service.transfer import Progress
 
 __all__ = ["RemoteOperations"]
 
-_ERRORS: dict[str, type[OmoideError]] = {
-    cls.__name__: cls
-    for cls in (
-        AlreadyExistsError,
-        AuthenticationError,
-        CapacityError,
-        LLMError,
-        PermissionDeniedError,
-        ProtectedMemoryError,
-        StorageError,
-        StoreLockedError,
-    )
-}
 
-
-def _error(status: int, body: bytes) -> OmoideError:
-    try:
-        data = json.loads(body)
-    except ValueError:
-        data = None
-    if status == 422 and isinstance(data, dict) and isinstance(data.get("detail"), list):
-        first = data["detail"][0] if data["detail"] else {}
-        loc = [str(p) for p in first.get("loc", []) if p not in ("body", "query", "path")]
-        return ValidationError(".".join(loc) or "request", str(first.get("msg", "invalid")))
-    detail = data.get("detail") if isinstance(data, dict) else None
-    message = str(detail) if detail else body.decode("utf-8", "replace")[:500]
-    name = data.get("error") if isinstance(data, dict) else None
-    if status == 404:
-        missing = NotFoundError("item", message)
-        missing.args = (message,)  # keep the server's wording
-        return missing
-    if isinstance(name, str) and name in _ERRORS:
-        return _ERRORS[name](message)
-    if status == 401:
-        return AuthenticationError(message)
-    if status == 403:
-        return PermissionDeniedError(message)
-    return OmoideError(f"server answered {status}: {message}")
-
-
-def _clean(fields: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        k: (v.isoformat() if isinstance(v, datetime) else v)
-        for k, v in fields.items()
-        if v is not None
-    }
-
-
-class RemoteOperations:
+class RemoteOperations(HttpOperations):
     """The operations over HTTP, as the agent of ``key``."""
-
-    def __init__(self, url: str, key: str | None, *, timeout: float = 300.0) -> None:
-        parsed = urllib.parse.urlparse(url)
-        if parsed.scheme not in ("http", "https") or not parsed.netloc:
-            raise ValidationError("url", f"expected http(s)://host:port, got {url!r}")
-        self.url = url.rstrip("/")
-        self.key = key
-        self.timeout = timeout
-
-    # -- transport ---------------------------------------------------------------------
-
-    def _open(
-        self,
-        method: str,
-        path: str,
-        *,
-        body: bytes | None = None,
-        content_type: str = "application/json",
-        query: Mapping[str, Any] | None = None,
-    ) -> Any:
-        url = self.url + path
-        if query:
-            url += "?" + urllib.parse.urlencode(
-                {
-                    k: (str(v).lower() if isinstance(v, bool) else v)
-                    for k, v in _clean(query).items()
-                }
-            )
-        headers = {"Accept": "application/json", "Content-Type": content_type}
-        if self.key:
-            headers["Authorization"] = f"Bearer {self.key}"
-        request = urllib.request.Request(url, data=body, method=method, headers=headers)
-        try:
-            return urllib.request.urlopen(request, timeout=self.timeout)
-        except urllib.error.HTTPError as exc:
-            raise _error(exc.code, exc.read()) from None
-        except urllib.error.URLError as exc:
-            raise OmoideError(
-                f"cannot reach the omoide server at {self.url}: {exc.reason}"
-            ) from None
-
-    def _call(
-        self,
-        method: str,
-        path: str,
-        payload: Any = None,
-        *,
-        query: Mapping[str, Any] | None = None,
-    ) -> Any:
-        body = None if payload is None else json.dumps(payload, ensure_ascii=False).encode()
-        with self._open(method, path, body=body, query=query) as response:
-            return json.loads(response.read())
-
-    @staticmethod
-    def _q(value: str) -> str:
-        return urllib.parse.quote(value, safe="")
 
     # -- identity and episodic ---------------------------------------------------------
 
-    def whoami(self) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("GET", "/v1/whoami")
-        return result
-
-    def record(self, event_type: str, description: str, **fields: Any) -> dict[str, Any]:
-        payload = _clean({"event_type": event_type, "description": description, **fields})
-        result: dict[str, Any] = self._call("POST", "/v1/episodes", payload)
-        return result
+    whoami = remote_call(Operations.whoami)
+    record = remote_call(Operations.record)
 
     def record_many(self, items: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-        payload = {"episodes": [_clean(i) for i in items]}
-        result: list[dict[str, Any]] = self._call("POST", "/v1/episodes/batch", payload)
-        return result
+        return self._list("record_many", {"episodes": [clean(i) for i in items]})
 
-    def search_episodes(self, query: str, **filters: Any) -> list[dict[str, Any]]:
-        result: list[dict[str, Any]] = self._call(
-            "POST", "/v1/episodes/search", _clean({"query": query, **filters})
-        )
-        return result
-
-    def get_episode(self, episode_id: str) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("GET", f"/v1/episodes/{self._q(episode_id)}")
-        return result
-
-    def list_episodes(self, **filters: Any) -> list[dict[str, Any]]:
-        result: list[dict[str, Any]] = self._call("GET", "/v1/episodes", query=filters)
-        return result
-
-    def update_episode(self, episode_id: str, **fields: Any) -> dict[str, Any]:
-        result: dict[str, Any] = self._call(
-            "PATCH", f"/v1/episodes/{self._q(episode_id)}", _clean(fields)
-        )
-        return result
-
-    def delete_episode(self, episode_id: str) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("DELETE", f"/v1/episodes/{self._q(episode_id)}")
-        return result
+    search_episodes = remote_call(Operations.search_episodes)
+    get_episode = remote_call(Operations.get_episode)
+    list_episodes = remote_call(Operations.list_episodes)
+    update_episode = remote_call(Operations.update_episode)
+    delete_episode = remote_call(Operations.delete_episode)
 
     # -- semantic ----------------------------------------------------------------------
 
-    def collections(self) -> list[dict[str, Any]]:
-        result: list[dict[str, Any]] = self._call("GET", "/v1/collections")
-        return result
+    collections = remote_call(Operations.collections)
 
     def store(
         self,
@@ -196,154 +56,58 @@ class RemoteOperations:
         *,
         scope: str | Sequence[str] | None = None,
     ) -> dict[str, Any]:
-        payload = _clean(
-            {
-                "documents": list(documents),
-                "metadatas": None if metadatas is None else list(metadatas),
-                "ids": None if ids is None else list(ids),
-                "scope": scope if scope is None or isinstance(scope, str) else ",".join(scope),
-            }
-        )
-        path = f"/v1/collections/{self._q(collection)}/documents"
-        result: dict[str, Any] = self._call("POST", path, payload)
-        return result
+        payload = {
+            "documents": list(documents),
+            "metadatas": None if metadatas is None else list(metadatas),
+            "ids": None if ids is None else list(ids),
+            "scope": scope if scope is None or isinstance(scope, str) else ",".join(scope),
+        }
+        return self._object("store", clean(payload), collection=collection)
 
-    def query(
-        self,
-        collection: str,
-        query_text: str,
-        n_results: int = 5,
-        where: Mapping[str, Any] | None = None,
-        where_document: Mapping[str, Any] | None = None,
-    ) -> list[dict[str, Any]]:
-        payload = _clean(
-            {
-                "query_text": query_text,
-                "n_results": n_results,
-                "where": where,
-                "where_document": where_document,
-            }
-        )
-        path = f"/v1/collections/{self._q(collection)}/query"
-        result: list[dict[str, Any]] = self._call("POST", path, payload)
-        return result
-
-    def get_document(self, collection: str, doc_id: str) -> dict[str, Any]:
-        path = f"/v1/collections/{self._q(collection)}/documents/{self._q(doc_id)}"
-        result: dict[str, Any] = self._call("GET", path)
-        return result
-
-    def list_documents(
-        self, collection: str, *, limit: int = 50, offset: int = 0
-    ) -> list[dict[str, Any]]:
-        path = f"/v1/collections/{self._q(collection)}/documents"
-        result: list[dict[str, Any]] = self._call(
-            "GET", path, query={"limit": limit, "offset": offset}
-        )
-        return result
-
-    def delete_document(self, collection: str, doc_id: str) -> dict[str, Any]:
-        path = f"/v1/collections/{self._q(collection)}/documents/{self._q(doc_id)}"
-        result: dict[str, Any] = self._call("DELETE", path)
-        return result
+    query = remote_call(Operations.query)
+    get_document = remote_call(Operations.get_document)
+    list_documents = remote_call(Operations.list_documents)
+    delete_document = remote_call(Operations.delete_document)
 
     # -- procedural --------------------------------------------------------------------
 
-    def procedures(self) -> list[dict[str, Any]]:
-        result: list[dict[str, Any]] = self._call("GET", "/v1/procedures")
-        return result
-
-    def register_procedure(
-        self, name: str, trigger: str, template: str, **fields: Any
-    ) -> dict[str, Any]:
-        payload = _clean({"name": name, "trigger": trigger, "template": template, **fields})
-        result: dict[str, Any] = self._call("POST", "/v1/procedures", payload)
-        return result
-
-    def get_procedure(self, name: str) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("GET", f"/v1/procedures/{self._q(name)}")
-        return result
-
-    def match_procedure(self, task: str) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("POST", "/v1/procedures/match", {"task": task})
-        return result
-
-    def report_outcome(self, name: str, quality_score: float, success: bool) -> dict[str, Any]:
-        payload = {"quality_score": quality_score, "success": success}
-        result: dict[str, Any] = self._call(
-            "POST", f"/v1/procedures/{self._q(name)}/outcomes", payload
-        )
-        return result
-
-    def evolve_procedure(
-        self, name: str, template: str, *, trigger: str | None = None
-    ) -> dict[str, Any]:
-        payload = _clean({"template": template, "trigger": trigger})
-        result: dict[str, Any] = self._call(
-            "POST", f"/v1/procedures/{self._q(name)}/versions", payload
-        )
-        return result
-
-    def procedure_history(self, name: str) -> list[dict[str, Any]]:
-        result: list[dict[str, Any]] = self._call("GET", f"/v1/procedures/{self._q(name)}/history")
-        return result
-
-    def rollback_procedure(self, name: str, version: int) -> dict[str, Any]:
-        result: dict[str, Any] = self._call(
-            "POST", f"/v1/procedures/{self._q(name)}/rollback", {"version": version}
-        )
-        return result
+    procedures = remote_call(Operations.procedures)
+    register_procedure = remote_call(Operations.register_procedure)
+    get_procedure = remote_call(Operations.get_procedure)
+    match_procedure = remote_call(Operations.match_procedure)
+    report_outcome = remote_call(Operations.report_outcome)
+    evolve_procedure = remote_call(Operations.evolve_procedure)
+    procedure_history = remote_call(Operations.procedure_history)
+    rollback_procedure = remote_call(Operations.rollback_procedure)
 
     # -- working memory ----------------------------------------------------------------
 
     def working(
         self, session_id: str, *, create: bool = False, max_tokens: int | None = None
     ) -> dict[str, Any]:
-        path = f"/v1/working/{self._q(session_id)}"
         if create or max_tokens is not None:
-            payload = None if max_tokens is None else {"max_tokens": max_tokens}
-            result: dict[str, Any] = self._call("PUT", path, payload or {})
-        else:
-            result = self._call("GET", path)
-        return result
+            payload = {} if max_tokens is None else {"max_tokens": max_tokens}
+            return self._object("working", payload, method="PUT", session_id=session_id)
+        return self._object("working", method="GET", session_id=session_id)
 
-    def add_message(self, session_id: str, content: str, **fields: Any) -> dict[str, Any]:
-        result: dict[str, Any] = self._call(
-            "POST",
-            f"/v1/working/{self._q(session_id)}/messages",
-            _clean({"content": content, **fields}),
-        )
-        return result
+    add_message = remote_call(Operations.add_message)
 
     def set_slot(self, session_id: str, slot: str, value: str | None) -> dict[str, Any]:
-        path = f"/v1/working/{self._q(session_id)}/slots/{self._q(slot)}"
-        result: dict[str, Any] = self._call("PUT", path, {"value": value})
-        return result
+        return self._object("set_slot", {"value": value}, session_id=session_id, slot=slot)
 
-    def pin(self, session_id: str, key: str, content: str, reason: str = "") -> dict[str, Any]:
-        path = f"/v1/working/{self._q(session_id)}/pins/{self._q(key)}"
-        result: dict[str, Any] = self._call("PUT", path, {"content": content, "reason": reason})
-        return result
-
-    def unpin(self, session_id: str, key: str) -> dict[str, Any]:
-        path = f"/v1/working/{self._q(session_id)}/pins/{self._q(key)}"
-        result: dict[str, Any] = self._call("DELETE", path)
-        return result
-
-    def clear_messages(self, session_id: str) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("POST", f"/v1/working/{self._q(session_id)}/clear")
-        return result
+    pin = remote_call(Operations.pin)
+    unpin = remote_call(Operations.unpin)
+    clear_messages = remote_call(Operations.clear_messages)
 
     # -- whole store -------------------------------------------------------------------
 
-    def stats(self) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("GET", "/v1/stats")
-        return result
+    stats = remote_call(Operations.stats)
 
     def export_lines(
         self, *, embeddings: bool = True, progress: Progress | None = None
     ) -> Iterator[str]:
-        response = self._open("GET", "/v1/export", query={"embeddings": embeddings})
+        route = self._route("export_lines")
+        response = self._open(route.method, route.path, query={"embeddings": embeddings})
 
         def lines() -> Iterator[str]:
             total, done = 0, 0
@@ -375,9 +139,10 @@ class RemoteOperations:
         )
         if progress is not None:
             progress("upload", 0, 1)
+        route = self._route("import_lines")
         with self._open(
-            "POST",
-            "/v1/import",
+            route.method,
+            route.path,
             body=body,
             content_type="application/x-ndjson",
             query={"reembed": reembed},
@@ -387,100 +152,61 @@ class RemoteOperations:
             progress("upload", 1, 1)
         return result
 
+    add_key = remote_call(Operations.add_key)
+    list_keys = remote_call(Operations.list_keys)
+    revoke_key = remote_call(Operations.revoke_key)
+
     # -- pipelines -----------------------------------------------------------------------
 
-    def recall(
-        self,
-        query: str,
-        *,
-        session_id: str | None = None,
-        budget_tokens: int | None = None,
-        layers: Sequence[str] | None = None,
-    ) -> dict[str, Any]:
-        payload = _clean(
-            {
-                "query": query,
-                "session_id": session_id,
-                "budget_tokens": budget_tokens,
-                "layers": None if layers is None else list(layers),
-            }
-        )
-        result: dict[str, Any] = self._call("POST", "/v1/recall", payload)
-        return result
+    recall = remote_call(Operations.recall)
+    distill = remote_call(Operations.distill)
+    forget = remote_call(Operations.forget)
+    maintain = remote_call(Operations.maintain)
+    enforce_collections = remote_call(Operations.enforce_collections)
 
-    def distill(self) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("POST", "/v1/distill")
-        return result
+    def audit(self, query: AuditQuery | None = None) -> list[dict[str, Any]]:
+        return self._list("audit", query=(query or AuditQuery()).params())
 
-    def forget(self, *, dry_run: bool = False) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("POST", "/v1/forget", {"dry_run": dry_run})
-        return result
-
-    def maintain(self) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("POST", "/v1/maintain")
-        return result
-
-    def audit(self, item_id: str | None = None, **filters: Any) -> list[dict[str, Any]]:
-        result: list[dict[str, Any]] = self._call(
-            "GET", "/v1/audit", query={"item_id": item_id, **filters}
-        )
-        return result
-
-    def restore(
-        self, item_id: str, *, layer: str | None = None, collection: str | None = None
-    ) -> dict[str, Any]:
-        payload = _clean({"id": item_id, "layer": layer, "collection": collection})
-        result: dict[str, Any] = self._call("POST", "/v1/restore", payload)
-        return result
+    restore = remote_call(Operations.restore)
 
     def purge(
         self, item_id: str, *, reason: str, layer: str = "episodic", collection: str = ""
     ) -> dict[str, Any]:
-        payload = _clean({"id": item_id, "reason": reason, "layer": layer})
-        if collection:
-            payload["collection"] = collection
-        result: dict[str, Any] = self._call("POST", "/v1/admin/purge", payload)
-        return result
+        payload = {
+            "id": item_id,
+            "reason": reason,
+            "layer": layer,
+            "collection": collection or None,
+        }
+        return self._object("purge", clean(payload))
 
-    def index(self, path: str, collection: str, **options: Any) -> dict[str, Any]:
-        """Index a folder on the *server's* machine (the path is read there)."""
-        options.pop("progress", None)  # the server reports figures at the end
-        for name in ("include", "exclude"):
-            if name in options:
-                options[name] = list(options[name] or []) or None
-        payload = _clean({"path": str(path), **options})
-        route = f"/v1/collections/{self._q(collection)}/index"
-        result: dict[str, Any] = self._call("POST", route, payload)
-        return result
-
-    def cache(
-        self, key: str, content: str, ttl_days: float, source: str, **fields: Any
+    def index(
+        self,
+        path: str | os.PathLike[str],
+        collection: str,
+        *,
+        source: str | None = None,
+        include: Iterable[str] = (),
+        exclude: Iterable[str] = (),
+        max_file_bytes: int | None = None,
+        scope: str | Sequence[str] | None = None,
+        use_git: bool | None = None,
+        dry_run: bool = False,
+        progress: ProgressCallback | None = None,
     ) -> dict[str, Any]:
-        payload = _clean(
-            {"key": key, "content": content, "ttl_days": ttl_days, "source": source, **fields}
-        )
-        result: dict[str, Any] = self._call("PUT", "/v1/cache", payload)
-        return result
+        """Index a folder on the *server's* machine (the path is read there); ``progress``
+        is not called (the server reports figures at the end)."""
+        payload = {
+            "path": str(path),
+            "source": source,
+            "include": list(include) or None,
+            "exclude": list(exclude) or None,
+            "max_file_bytes": max_file_bytes,
+            "scope": scope,
+            "use_git": use_git,
+            "dry_run": dry_run,
+        }
+        return self._object("index", clean(payload), collection=collection)
 
-    def cached(self, key: str, *, collection: str | None = None) -> dict[str, Any]:
-        result: dict[str, Any] = self._call(
-            "GET", "/v1/cache", query={"key": key, "collection": collection}
-        )
-        return result
-
-    # -- API keys ------------------------------------------------------------------------
-
-    def add_key(self, agent_name: str, *, admin: bool = False, label: str = "") -> dict[str, Any]:
-        payload = {"agent_name": agent_name, "admin": admin, "label": label}
-        result: dict[str, Any] = self._call("POST", "/v1/keys", payload)
-        return result
-
-    def list_keys(self, *, include_revoked: bool = False) -> list[dict[str, Any]]:
-        result: list[dict[str, Any]] = self._call(
-            "GET", "/v1/keys", query={"include_revoked": include_revoked}
-        )
-        return result
-
-    def revoke_key(self, key_id: str) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("DELETE", f"/v1/keys/{self._q(key_id)}")
-        return result
+    cache = remote_call(Operations.cache)
+    cached = remote_call(Operations.cached)

@@ -1,20 +1,20 @@
 """The operations over the memory's pipelines: recall, distillation, forgetting, maintenance,
 the audit log, restore, indexing and the information cache.
 
-Part of :class:`~omoide.service.local.LocalOperations` (a mixin, kept apart for size), with the
-same rules: the caller's identity and scopes apply, results are JSON-ready dicts. Whole-store
-jobs (distill, forget, maintain, index) need an admin caller; a forgetting *dry run* is open
-to every agent and shows only the items it may read. The audit log holds snapshots of the
-items it acted on, so an agent reads only the entries of items its scopes allow.
+A mixin of :class:`~omoide.service.local.LocalOperations` (kept apart for size) on the shared
+rules of :class:`~omoide.service.caller.OperationsBase`: the caller's identity and scopes
+apply, results are JSON-ready dicts. Whole-store jobs (distill, forget, maintain, index) need
+an admin caller; a forgetting *dry run* is open to every agent and shows only the items it may
+read. The audit log holds snapshots of the items it acted on, so an agent reads only the
+entries of items its scopes allow.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from omoide.core.scope import reader_predicate
 from omoide.core.validation import check_name
@@ -23,34 +23,14 @@ from omoide.ingest.indexing import ProgressCallback
 from omoide.layers.semantic.cache import cache_id
 from omoide.pipelines.forgetting import ItemNote
 from omoide.pipelines.lifecycle import LAYERS
-
-if TYPE_CHECKING:
-    from omoide.memory import Memory
-    from omoide.service.local import Caller
+from omoide.service.caller import OperationsBase, json_dict, store_lock, to_json
+from omoide.service.protocol import AuditQuery
 
 __all__ = ["PipelineOperations"]
 
 
-class PipelineOperations:
+class PipelineOperations(OperationsBase):
     """Recall, distill, forget, maintain, audit, restore, index and cache, as ``caller``."""
-
-    mem: Memory
-    caller: Caller
-
-    # Provided by LocalOperations.
-    def _require_admin(self, what: str) -> None:
-        raise NotImplementedError
-
-    def _writer(self) -> str:
-        raise NotImplementedError
-
-    def _check_document_owners(self, collection: str, ids: Sequence[Any]) -> None:
-        raise NotImplementedError
-
-    def _check_document_writer(
-        self, collection: str, metadatas: Sequence[Mapping[str, Any] | None] | None, count: int
-    ) -> None:
-        raise NotImplementedError
 
     # -- recall --------------------------------------------------------------------------
 
@@ -141,30 +121,11 @@ class PipelineOperations:
 
     # -- audit and restore -------------------------------------------------------------
 
-    def audit(
-        self,
-        item_id: str | None = None,
-        *,
-        policy: str | None = None,
-        layer: str | None = None,
-        action: str | None = None,
-        run_id: str | None = None,
-        since: datetime | str | None = None,
-        until: datetime | str | None = None,
-        limit: int = 100,
-    ) -> list[dict[str, Any]]:
+    def audit(self, query: AuditQuery | None = None) -> list[dict[str, Any]]:
         """Audit entries newest first; an agent sees those of items its scopes allow."""
+        filters = (query or AuditQuery()).filters()
         entries = self.mem.audit(
-            item_id,
-            policy=policy,
-            layer=layer,
-            action=action,
-            run_id=run_id,
-            since=since,
-            until=until,
-            limit=limit,
-            reader=self.caller.reader,
-            reader_teams=self.caller.teams,
+            **filters, reader=self.caller.reader, reader_teams=self.caller.teams
         )
         return [_object(e) for e in entries]
 
@@ -319,12 +280,10 @@ class PipelineOperations:
     ) -> dict[str, Any]:
         """Cache outside information under ``key`` for ``ttl_days``; caching a key again
         replaces its entry (the entry's owner only)."""
-        from omoide.service.local import _store_lock
-
         writer = self._writer()
         target = self.mem.semantic.cache.collection if collection is None else collection
         self._check_document_writer(target, [metadata], 1)
-        with _store_lock(self.mem):
+        with store_lock(self.mem):
             if isinstance(key, str):
                 self._check_document_owners(target, [cache_id(key, writer)])
             doc_id = self.mem.semantic.cache(
@@ -358,14 +317,8 @@ def _collection(note: tuple[str, str]) -> str | None:
     return note.collection if isinstance(note, ItemNote) else None
 
 
-def _object(value: Any) -> dict[str, Any]:
-    from omoide.service.local import to_json
-
-    out: dict[str, Any] = to_json(value)
-    return out
+_object = json_dict
 
 
 def _plain(value: Any) -> Any:
-    from omoide.service.local import to_json
-
     return None if value is None else to_json(value)

@@ -1,0 +1,204 @@
+"""The HTTP side of :class:`~omoide.service.remote.RemoteOperations`: requests to a running
+``omoide serve`` at the method and path the operation table gives each operation, and the
+server's refusals turned back into :mod:`omoide.errors` exceptions. Standard library only.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+import string
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Any, ParamSpec, TypeVar
+
+from omoide.errors import (
+    AlreadyExistsError,
+    AuthenticationError,
+    CapacityError,
+    LLMError,
+    NotFoundError,
+    OmoideError,
+    PermissionDeniedError,
+    ProtectedMemoryError,
+    StorageError,
+    StoreLockedError,
+    ValidationError,
+)
+from omoide.service.operation import Route
+from omoide.service.table import operation
+
+__all__ = ["HttpOperations", "clean", "remote_call"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+_ERRORS: dict[str, type[OmoideError]] = {
+    cls.__name__: cls
+    for cls in (
+        AlreadyExistsError,
+        AuthenticationError,
+        CapacityError,
+        LLMError,
+        PermissionDeniedError,
+        ProtectedMemoryError,
+        StorageError,
+        StoreLockedError,
+    )
+}
+
+
+def _error(status: int, body: bytes) -> OmoideError:
+    try:
+        data = json.loads(body)
+    except ValueError:
+        data = None
+    if status == 422 and isinstance(data, dict) and isinstance(data.get("detail"), list):
+        first = data["detail"][0] if data["detail"] else {}
+        loc = [str(p) for p in first.get("loc", []) if p not in ("body", "query", "path")]
+        return ValidationError(".".join(loc) or "request", str(first.get("msg", "invalid")))
+    detail = data.get("detail") if isinstance(data, dict) else None
+    message = str(detail) if detail else body.decode("utf-8", "replace")[:500]
+    name = data.get("error") if isinstance(data, dict) else None
+    if status == 404:
+        missing = NotFoundError("item", message)
+        missing.args = (message,)  # keep the server's wording
+        return missing
+    if isinstance(name, str) and name in _ERRORS:
+        return _ERRORS[name](message)
+    if status == 401:
+        return AuthenticationError(message)
+    if status == 403:
+        return PermissionDeniedError(message)
+    return OmoideError(f"server answered {status}: {message}")
+
+
+def clean(fields: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        k: (v.isoformat() if isinstance(v, datetime) else v)
+        for k, v in fields.items()
+        if v is not None
+    }
+
+
+class HttpOperations:
+    """A server at ``url``, called as the agent of ``key``."""
+
+    def __init__(self, url: str, key: str | None, *, timeout: float = 300.0) -> None:
+        parsed = urllib.parse.urlparse(url)
+        if parsed.scheme not in ("http", "https") or not parsed.netloc:
+            raise ValidationError("url", f"expected http(s)://host:port, got {url!r}")
+        self.url = url.rstrip("/")
+        self.key = key
+        self.timeout = timeout
+
+    # -- transport ---------------------------------------------------------------------
+
+    def _open(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: bytes | None = None,
+        content_type: str = "application/json",
+        query: Mapping[str, Any] | None = None,
+    ) -> Any:
+        url = self.url + path
+        if query:
+            url += "?" + urllib.parse.urlencode(
+                {k: (str(v).lower() if isinstance(v, bool) else v) for k, v in clean(query).items()}
+            )
+        headers = {"Accept": "application/json", "Content-Type": content_type}
+        if self.key:
+            headers["Authorization"] = f"Bearer {self.key}"
+        request = urllib.request.Request(url, data=body, method=method, headers=headers)
+        try:
+            return urllib.request.urlopen(request, timeout=self.timeout)
+        except urllib.error.HTTPError as exc:
+            raise _error(exc.code, exc.read()) from None
+        except urllib.error.URLError as exc:
+            raise OmoideError(
+                f"cannot reach the omoide server at {self.url}: {exc.reason}"
+            ) from None
+
+    def _call(
+        self,
+        method: str,
+        path: str,
+        payload: Any = None,
+        *,
+        query: Mapping[str, Any] | None = None,
+    ) -> Any:
+        body = None if payload is None else json.dumps(payload, ensure_ascii=False).encode()
+        with self._open(method, path, body=body, query=query) as response:
+            return json.loads(response.read())
+
+    @staticmethod
+    def _q(value: str) -> str:
+        return urllib.parse.quote(value, safe="")
+
+    def _send(
+        self,
+        operation_name: str,
+        payload: Any = None,
+        /,
+        *,
+        query: Mapping[str, Any] | None = None,
+        method: str | None = None,
+        **path: str,
+    ) -> Any:
+        """Call an operation at its route in the table, ``path`` filling the route's
+        placeholders (quoted)."""
+        route = self._route(operation_name, method, **path)
+        return self._call(route.method, route.path, payload, query=query)
+
+    def _route(self, operation_name: str, method: str | None = None, /, **path: str) -> Route:
+        """The route of an operation with its placeholders filled (quoted)."""
+        route = operation(operation_name).route(method)
+        return Route(route.method, route.path.format(**{k: self._q(v) for k, v in path.items()}))
+
+    def _object(
+        self, operation_name: str, payload: Any = None, /, **options: Any
+    ) -> dict[str, Any]:
+        result: dict[str, Any] = self._send(operation_name, payload, **options)
+        return result
+
+    def _list(
+        self, operation_name: str, payload: Any = None, /, **options: Any
+    ) -> list[dict[str, Any]]:
+        result: list[dict[str, Any]] = self._send(operation_name, payload, **options)
+        return result
+
+    def _generic(self, operation_name: str, values: dict[str, Any]) -> Any:
+        """Call an operation with its arguments by name: those the route's path names fill
+        it, the rest are the query (GET, DELETE) or the JSON body, unset ones left out."""
+        op = operation(operation_name)
+        route = op.route()
+        placeholders = {f for _, f, _, _ in string.Formatter().parse(route.path) if f}
+        path = route.path.format(**{k: self._q(str(values.pop(k))) for k in placeholders})
+        fields = {(op.args[k].wire if k in op.args else None) or k: v for k, v in values.items()}
+        if route.method in ("GET", "DELETE"):
+            return self._call(route.method, path, query=fields)
+        return self._call(route.method, path, clean(fields) or None)
+
+
+def remote_call(method: Callable[P, R]) -> Callable[P, R]:
+    """The method of :class:`HttpOperations` that calls the protocol's ``method`` on the
+    server (its signature and types are the protocol's): the generic remote call of an
+    operation whose arguments go to its route as they are."""
+    signature = inspect.signature(method)
+
+    @functools.wraps(method)
+    def call(*args: P.args, **kwargs: P.kwargs) -> R:
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        values = dict(bound.arguments)
+        self = values.pop("self")
+        result: R = self._generic(method.__name__, values)
+        return result
+
+    return call

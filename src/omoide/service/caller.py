@@ -1,0 +1,228 @@
+"""Who calls an operation, and the checks every operation shares.
+
+:class:`Caller` is the identity a front end resolved (a key's agent, the local operator);
+:class:`OperationsBase` holds an open :class:`Memory` with a caller and the rules the
+operations of :mod:`omoide.service.local` apply with it: writes are recorded as the calling
+agent, reads see what its scopes allow, changing an item is for its owner, whole-store jobs
+are for admins. :func:`to_json` turns the library's records into the JSON the operations
+return. The mixins of the operations import this module only, never each other.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import weakref
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from omoide.core.scope import reader_predicate, teams_of
+from omoide.core.validation import check_datetime
+from omoide.errors import AlreadyExistsError, PermissionDeniedError, ValidationError
+from omoide.memory import Memory
+from omoide.service.keys import ApiKey
+
+__all__ = ["FUTURE_SKEW", "Caller", "OperationsBase", "json_dict", "store_lock", "to_json"]
+
+#: How far after the clock an episode's timestamp may be (writers' clocks drift): a later
+#: one is refused, since a date in year 9999 would keep an episode's freshness at 1.0 forever.
+FUTURE_SKEW = timedelta(minutes=5)
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who is calling, and what that allows.
+
+    ``agent`` is who writes (None: the operator of a local directory, acting as no agent;
+    writes then need an agent named explicitly). ``read_all`` callers read every scope,
+    ``change_all`` callers may change or delete any item (others only their own), and
+    ``admin`` callers may run whole-store operations (export, import, API keys).
+
+    ========================  ========  ==========  =====
+    caller                    read_all  change_all  admin
+    ========================  ========  ==========  =====
+    key of an agent           no        no          no
+    admin key                 yes       no          yes
+    local operator            yes       yes         yes
+    local operator as agent   no        no          yes
+    ========================  ========  ==========  =====
+    """
+
+    agent: str | None
+    teams: frozenset[str] = frozenset()
+    admin: bool = False
+    read_all: bool = False
+    change_all: bool = False
+    #: A server's key (REST, MCP over HTTP): the caller is another process, perhaps on another
+    #: machine, so what reads this machine's files (indexing) is limited to configured roots.
+    remote: bool = False
+
+    @classmethod
+    def for_agent(cls, mem: Memory, agent: str, *, admin: bool = False) -> Caller:
+        """An agent with the teams the configuration gives it (admins read every scope)."""
+        return cls(agent, teams_of(agent, mem.config.teams), admin=admin, read_all=admin)
+
+    @classmethod
+    def for_key(cls, mem: Memory, key: ApiKey) -> Caller:
+        return replace(cls.for_agent(mem, key.agent_name, admin=key.admin), remote=True)
+
+    @classmethod
+    def operator(cls, mem: Memory, agent: str | None = None) -> Caller:
+        """The owner of a local directory; with ``agent``, acting and reading as that agent
+        would (its scopes, its items), with whole-store operations still allowed."""
+        if agent is None:
+            return cls(None, admin=True, read_all=True, change_all=True)
+        return cls(agent, teams_of(agent, mem.config.teams), admin=True)
+
+    @property
+    def reader(self) -> str | None:
+        """The ``reader=`` of the layers: None reads every scope."""
+        return None if self.read_all else self.agent
+
+
+def to_json(value: Any) -> Any:
+    """A record of the library as JSON-ready data (datetimes as ISO 8601 strings)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, Mapping):
+        return {str(k): to_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [to_json(v) for v in value]
+    return value
+
+
+def json_dict(value: Any) -> dict[str, Any]:
+    """:func:`to_json` of a record that is an object (typed for the operations' results)."""
+    out: dict[str, Any] = to_json(value)
+    return out
+
+
+_STORE_LOCKS: weakref.WeakKeyDictionary[Memory, threading.Lock] = weakref.WeakKeyDictionary()
+_STORE_LOCKS_GUARD = threading.Lock()
+
+
+def store_lock(mem: Memory) -> threading.Lock:
+    """Serializes the ownership check of a store with its write (no other store can take the
+    same id in between)."""
+    with _STORE_LOCKS_GUARD:
+        return _STORE_LOCKS.setdefault(mem, threading.Lock())
+
+
+class OperationsBase:
+    """An open :class:`Memory` and the ``caller`` the operations act as, with their checks."""
+
+    def __init__(self, mem: Memory, caller: Caller) -> None:
+        self.mem = mem
+        self.caller = caller
+
+    @property
+    def _reader(self) -> dict[str, Any]:
+        return {"reader": self.caller.reader, "reader_teams": self.caller.teams}
+
+    def _writer(self) -> str:
+        if self.caller.agent is None:
+            raise ValidationError(
+                "agent_name", "this needs an agent to act as (writes are recorded as it)"
+            )
+        return self.caller.agent
+
+    def _check_owner(self, kind: str, key: str, owner: str) -> None:
+        if self.caller.change_all or (owner and owner == self.caller.agent):
+            return
+        raise PermissionDeniedError(
+            f"{kind} {key!r} belongs to {owner or 'no agent'}; only its owner may change it"
+        )
+
+    def _require_admin(self, what: str) -> None:
+        if not self.caller.admin:
+            raise PermissionDeniedError(f"{what} needs an admin key")
+
+    def _check_protected_writer(self, categories: Sequence[str], field: str) -> None:
+        """Only admins and ``[protection] writers`` may write never-forget items: nobody but
+        an admin purge can remove one, so any agent could otherwise fill the store for good."""
+        if not categories or self.caller.admin:
+            return
+        if self.caller.agent in self.mem.config.protection.writers:
+            return
+        raise PermissionDeniedError(
+            f"{field}: the item would be never-forget ({', '.join(categories)}); agent "
+            f"{self.caller.agent!r} may not write protected items ([protection] writers)"
+        )
+
+    def _check_backdate(self, timestamp: Any, field: str) -> None:
+        """Agents that are not admins may date an episode at most
+        ``protection.agent_backdate_days`` into the past (the future is refused for all)."""
+        if timestamp is None:
+            return
+        moment = check_datetime(field, timestamp)
+        if moment > self.mem.clock.now() + FUTURE_SKEW:
+            raise ValidationError(
+                field,
+                f"{moment.isoformat()} is more than {FUTURE_SKEW.total_seconds() / 60:g} "
+                "minutes after the server's clock",
+            )
+        if self.caller.admin:
+            return
+        days = self.mem.config.protection.agent_backdate_days
+        if moment < self.mem.clock.now() - timedelta(days=days):
+            raise ValidationError(
+                field, f"agents may date episodes at most {days:g} days into the past"
+            )
+
+    def _check_episode_writer(self, fields: Mapping[str, Any], event_type: Any, where: str) -> None:
+        tags = fields.get("tags") or ()
+        context = fields.get("context") or {}
+        if not isinstance(event_type, str) or not isinstance(context, Mapping):
+            return  # the store names the bad field
+        if isinstance(tags, str) or not isinstance(tags, Sequence):
+            return
+        categories = self.mem.never_forget.episode_categories(
+            event_type, [t for t in tags if isinstance(t, str)], context
+        )
+        self._check_protected_writer(categories, where)
+
+    def _check_document_writer(
+        self, collection: str, metadatas: Sequence[Mapping[str, Any] | None] | None, count: int
+    ) -> None:
+        if not isinstance(collection, str):
+            return
+        listed = list(metadatas) if isinstance(metadatas, Sequence) else []
+        for i in range(count):
+            metadata = listed[i] if i < len(listed) else None
+            if metadata is not None and not isinstance(metadata, Mapping):
+                continue  # the store names the bad field
+            categories = self.mem.never_forget.document_categories(collection, metadata or {})
+            self._check_protected_writer(categories, f"metadatas[{i}]")
+
+    def _check_document_owners(self, collection: str, ids: Sequence[Any]) -> None:
+        """Refuse to overwrite documents the caller may not change. One it may read answers
+        403 naming its owner (the caller can read that); one it may not read answers 409
+        "taken" without an owner, the same whoever holds it: an explicit id is a name in a
+        collection-wide namespace, and the refusal tells only that the name is in use."""
+        assert self.mem.db is not None
+        self.mem.semantic.count(collection)  # validates the collection name
+        pred, params = reader_predicate(self.caller.reader, self.caller.teams)
+        for doc_id in ids:
+            if not isinstance(doc_id, str):
+                continue  # the store names the bad id
+            row = self.mem.db.query_one(
+                f"SELECT agent_name, {pred} AS readable FROM semantic_docs "
+                "WHERE collection=? AND id=?",
+                (*params, collection, doc_id),
+            )
+            if row is None or self.caller.change_all or row["agent_name"] == self.caller.agent:
+                continue
+            if not row["readable"]:
+                raise AlreadyExistsError(
+                    f"document id {doc_id!r} is taken in {collection!r}; choose another id"
+                )
+            self._check_owner("document", f"{collection}/{doc_id}", row["agent_name"])
+
+    @staticmethod
+    def _refuse_agent_field(fields: Mapping[str, Any], name: str) -> None:
+        if "agent_name" in fields:
+            raise ValidationError(name, "writes are recorded as the calling agent; drop it")
