@@ -19,7 +19,6 @@ records the final state, so a crash in between is completed when the store is ne
 
 from __future__ import annotations
 
-import hashlib
 import json
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -32,8 +31,7 @@ from omoide.core.models import Episode
 from omoide.core.scope import reader_predicate
 from omoide.core.validation import check_datetime, check_name, check_positive_int
 from omoide.errors import NotFoundError, UnknownLayerError, ValidationError
-from omoide.layers.episodic.context_keys import refresh_keys, remove_keys
-from omoide.layers.episodic.store import EpisodicStore, _fts_body, embedding_text
+from omoide.layers.episodic.store import EpisodicStore, embedding_text
 from omoide.layers.semantic.store import SemanticStore
 from omoide.providers.chunking import split_sentences
 from omoide.providers.embeddings import Embedder
@@ -202,14 +200,9 @@ class Lifecycle:
                 (layer, collection, item_id, audit_id),
             )
             if layer == "episodic":
-                remove_keys(conn, [int(row["rowid"])])
-                conn.execute("DELETE FROM episodes WHERE rowid = ?", (row["rowid"],))
-                conn.execute("DELETE FROM episodes_fts WHERE rowid = ?", (row["rowid"],))
+                self._episodic.rows.remove(conn, [int(row["rowid"])])
             else:
-                conn.execute(
-                    "UPDATE semantic_docs SET state = 'deleting' WHERE collection = ? AND id = ?",
-                    (collection, item_id),
-                )
+                self._semantic.registry.move(conn, collection, item_id, "deleting")
         if layer == "episodic":
             self._episodic.forget_vectors([int(row["rowid"])])
         else:
@@ -249,21 +242,14 @@ class Lifecycle:
     # -- episodes ------------------------------------------------------------------------
 
     def _episode_row(self, conn: Any, episode_id: str) -> Any:
-        row = conn.execute("SELECT * FROM episodes WHERE id = ?", (episode_id,)).fetchone()
-        if row is None:
-            raise NotFoundError("episode", episode_id)
-        return row
+        return self._episodic.rows.require(conn, episode_id)
 
     def _archive_episode(self, episode_id: str, *, policy: str, reason: str, run_id: str) -> None:
         with self._db.transaction() as conn:
             row = self._episode_row(conn, episode_id)
             if row["state"] == "archived":
                 return
-            conn.execute(
-                "UPDATE episodes SET state = 'archived', archived_at = ? WHERE rowid = ?",
-                (to_timestamp(self._clock.now()), row["rowid"]),
-            )
-            remove_keys(conn, [int(row["rowid"])])  # out of recall, out of its neighbours' keys
+            self._episodic.rows.archive(conn, int(row["rowid"]), to_timestamp(self._clock.now()))
             self._audit(
                 conn,
                 layer="episodic",
@@ -288,19 +274,18 @@ class Lifecycle:
         )[0]
         with self._db.transaction() as conn:
             row = self._episode_row(conn, episode_id)  # as it is now, inside the transaction
-            conn.execute(
-                "UPDATE episodes SET description = ?, outcome = ?, context = '{}', embedding = ?, "
-                "state = 'compressed', compressed_at = ? WHERE rowid = ?",
-                (
-                    description,
-                    outcome,
-                    vector.tobytes(),
-                    to_timestamp(self._clock.now()),
-                    row["rowid"],
-                ),
+            self._episodic.rows.change(
+                conn,
+                int(row["rowid"]),
+                {
+                    "description": description,
+                    "outcome": outcome,
+                    "context": "{}",
+                    "embedding": vector.tobytes(),
+                    "state": "compressed",
+                    "compressed_at": to_timestamp(self._clock.now()),
+                },
             )
-            self._reindex_text(conn, row, description, outcome)
-            refresh_keys(conn, [int(row["rowid"])])
             self._audit(
                 conn,
                 layer="episodic",
@@ -317,9 +302,7 @@ class Lifecycle:
     def _delete_episode(self, episode_id: str, *, policy: str, reason: str, run_id: str) -> None:
         with self._db.transaction() as conn:
             row = self._episode_row(conn, episode_id)
-            remove_keys(conn, [int(row["rowid"])])
-            conn.execute("DELETE FROM episodes WHERE rowid = ?", (row["rowid"],))
-            conn.execute("DELETE FROM episodes_fts WHERE rowid = ?", (row["rowid"],))
+            self._episodic.rows.remove(conn, [int(row["rowid"])])
             self._audit(
                 conn,
                 layer="episodic",
@@ -332,23 +315,6 @@ class Lifecycle:
                 snapshot=_episode_snapshot(row),
             )
         self._episodic.forget_vectors([int(row["rowid"])])
-
-    @staticmethod
-    def _reindex_text(conn: Any, row: Any, description: str, outcome: str | None) -> None:
-        conn.execute("DELETE FROM episodes_fts WHERE rowid = ?", (row["rowid"],))
-        conn.execute(
-            "INSERT INTO episodes_fts(rowid, body) VALUES (?, ?)",
-            (
-                row["rowid"],
-                _fts_body(
-                    row["agent_name"],
-                    row["event_type"],
-                    description,
-                    outcome,
-                    json.loads(row["tags"]),
-                ),
-            ),
-        )
 
     def _restore_episode(self, episode_id: str, *, reason: str, run_id: str) -> str:
         row = self._episode_row(self._db, episode_id)
@@ -364,12 +330,7 @@ class Lifecycle:
         }
         if row["state"] == "archived":
             with self._db.transaction() as conn:
-                conn.execute(
-                    "UPDATE episodes SET archived_at = NULL, state = CASE WHEN compressed_at "
-                    "IS NULL THEN 'active' ELSE 'compressed' END WHERE rowid = ?",
-                    (row["rowid"],),
-                )
-                refresh_keys(conn, [int(row["rowid"])])
+                self._episodic.rows.unarchive(conn, int(row["rowid"]))
                 self._audit(conn, **audit)
         elif row["state"] == "compressed":
             original = self._last_snapshot("episodic", "", episode_id, "compress")
@@ -379,19 +340,18 @@ class Lifecycle:
                 [embedding_text(row["agent_name"], description, outcome)]
             )[0]
             with self._db.transaction() as conn:
-                conn.execute(
-                    "UPDATE episodes SET description = ?, outcome = ?, context = ?, "
-                    "embedding = ?, state = 'active', compressed_at = NULL WHERE rowid = ?",
-                    (
-                        description,
-                        outcome,
-                        json.dumps(original.get("context") or {}, ensure_ascii=False),
-                        vector.tobytes(),
-                        row["rowid"],
-                    ),
+                self._episodic.rows.change(
+                    conn,
+                    int(row["rowid"]),
+                    {
+                        "description": description,
+                        "outcome": outcome,
+                        "context": json.dumps(original.get("context") or {}, ensure_ascii=False),
+                        "embedding": vector.tobytes(),
+                        "state": "active",
+                        "compressed_at": None,
+                    },
                 )
-                self._reindex_text(conn, row, description, outcome)
-                refresh_keys(conn, [int(row["rowid"])])
                 self._audit(conn, **audit)
         else:
             raise ValidationError("id", f"episode {episode_id!r} is not archived or compressed")
@@ -401,9 +361,7 @@ class Lifecycle:
     # -- documents -----------------------------------------------------------------------
 
     def _document_row(self, conn: Any, collection: str, doc_id: str) -> Any:
-        row = conn.execute(
-            "SELECT * FROM semantic_docs WHERE collection = ? AND id = ?", (collection, doc_id)
-        ).fetchone()
+        row = self._semantic.registry.row(conn, collection, doc_id)
         if row is None:
             raise NotFoundError("document", f"{collection}/{doc_id}")
         return row
@@ -432,13 +390,7 @@ class Lifecycle:
             row = self._document_row(conn, collection, doc_id)
             if row["state"] in ("archived", "archiving", "deleting"):
                 return
-            stamp = to_timestamp(self._clock.now())
-            conn.execute(
-                "UPDATE semantic_docs SET state = ?, "
-                "archived_at = CASE WHEN ? = 'archiving' THEN ? ELSE archived_at END "
-                "WHERE collection = ? AND id = ?",
-                (state, state, stamp, collection, doc_id),
-            )
+            self._semantic.registry.move(conn, collection, doc_id, state)
             self._audit(
                 conn,
                 layer="semantic",
@@ -469,7 +421,9 @@ class Lifecycle:
                 "compressed_at": now.isoformat(),
                 "original_chars": len(row["content"]),
             }
-            self._rewrite_document(conn, row, summary, metadata, compressed_at=to_timestamp(now))
+            self._semantic.registry.rewrite(
+                conn, row, summary, metadata, compressed_at=to_timestamp(now)
+            )
             self._audit(
                 conn,
                 layer="semantic",
@@ -482,28 +436,6 @@ class Lifecycle:
                 snapshot=_document_snapshot(row),
             )
         self._semantic.settle(collection, [doc_id])
-
-    @staticmethod
-    def _rewrite_document(
-        conn: Any,
-        row: Any,
-        content: str,
-        metadata: Mapping[str, Any],
-        *,
-        compressed_at: float | None,
-    ) -> None:
-        conn.execute(
-            "UPDATE semantic_docs SET content = ?, metadata = ?, content_hash = ?, "
-            "compressed_at = ?, state = 'pending' WHERE collection = ? AND id = ?",
-            (
-                content,
-                json.dumps(dict(metadata), ensure_ascii=False),
-                hashlib.sha256(content.encode()).hexdigest(),
-                compressed_at,
-                row["collection"],
-                row["id"],
-            ),
-        )
 
     def _restore_document(self, collection: str, doc_id: str, *, reason: str, run_id: str) -> str:
         row = self._document_row(self._db, collection, doc_id)
@@ -519,16 +451,12 @@ class Lifecycle:
         }
         if row["state"] == "archived":
             with self._db.transaction() as conn:
-                conn.execute(
-                    "UPDATE semantic_docs SET state = 'pending', archived_at = NULL "
-                    "WHERE collection = ? AND id = ?",
-                    (collection, doc_id),
-                )
+                self._semantic.registry.unarchive(conn, collection, doc_id)
                 self._audit(conn, **audit)
         elif row["state"] == "compressed":
             original = self._last_snapshot("semantic", collection, doc_id, "compress")
             with self._db.transaction() as conn:
-                self._rewrite_document(
+                self._semantic.registry.rewrite(
                     conn,
                     row,
                     str(original["content"]),
@@ -557,7 +485,7 @@ class Lifecycle:
         run_id = f"capacity-{uuid.uuid4().hex[:12]}"
         with self._db.transaction() as conn:
             for episode in episodes:
-                row = conn.execute("SELECT * FROM episodes WHERE id = ?", (episode.id,)).fetchone()
+                row = self._episodic.rows.row(conn, episode.id)
                 if row is None:
                     continue
                 self._audit(
@@ -596,16 +524,13 @@ class Lifecycle:
         if (
             layer in (None, "episodic")
             and collection is None
-            and self._db.scalar("SELECT 1 FROM episodes WHERE id = ?", (item_id,))
+            and self._episodic.rows.exists(item_id)
         ):
             places.append(("episodic", ""))
         if layer in (None, "semantic"):
-            sql = "SELECT collection FROM semantic_docs WHERE id = ?"
-            params: list[Any] = [item_id]
-            if collection is not None:
-                sql += " AND collection = ?"
-                params.append(collection)
-            places.extend(("semantic", r[0]) for r in self._db.query(sql, params))
+            places.extend(
+                ("semantic", c) for c in self._semantic.registry.collections_of(item_id, collection)
+            )
         if not places:
             raise NotFoundError("item", item_id)
         if len(places) > 1:

@@ -423,12 +423,11 @@ def _import_episodes(
     report: ImportReport,
     progress: Progress | None,
 ) -> None:
-    from omoide.layers.episodic.context_keys import refresh_keys
-    from omoide.layers.episodic.store import _fts_body, embedding_text
+    from omoide.layers.episodic.store import embedding_text
 
     assert mem.db is not None
-    present = _existing(mem, "SELECT 1 FROM episodes WHERE id = ?", [(r["id"],) for r in rows])
-    fresh = [r for r in rows if (r["id"],) not in present]
+    present = mem.episodic.rows.present([r["id"] for r in rows])
+    fresh = [r for r in rows if r["id"] not in present]
     dim = mem.embedder.dimension
     reuse = not reembed and header.get("embedder") == embedder_identity(mem)
     vectors: list[bytes | None] = []
@@ -457,34 +456,18 @@ def _import_episodes(
             progress("re-embedding episodes", min(start + 64, len(missing)), len(missing))
     report.reembedded += len(missing)
     for start in range(0, len(fresh), 500):
-        with mem.db.transaction() as conn:
-            rowids: list[int] = []
-            for r, blob in zip(
-                fresh[start : start + 500], vectors[start : start + 500], strict=True
-            ):
-                row = dict(r)
-                row["embedding"] = blob
-                for key in ("context", "tags", "refs"):
-                    row[key] = json.dumps(
-                        row.get(key) or ({} if key == "context" else []), ensure_ascii=False
-                    )
-                cur = _insert(conn, "episodes", row)
-                assert cur.lastrowid is not None
-                rowids.append(cur.lastrowid)
-                conn.execute(
-                    "INSERT INTO episodes_fts(rowid, body) VALUES (?, ?)",
-                    (
-                        cur.lastrowid,
-                        _fts_body(
-                            r["agent_name"],
-                            r["event_type"],
-                            r["description"],
-                            r.get("outcome"),
-                            r.get("tags") or [],
-                        ),
-                    ),
+        batch: list[dict[str, Any]] = []
+        for r, blob in zip(fresh[start : start + 500], vectors[start : start + 500], strict=True):
+            row = dict(r)
+            row["embedding"] = blob
+            for key in ("context", "tags", "refs"):
+                row[key] = json.dumps(
+                    row.get(key) or ({} if key == "context" else []), ensure_ascii=False
                 )
-            refresh_keys(conn, rowids)  # the episodes' context keys, and their neighbours'
+            batch.append(row)
+        with mem.db.transaction() as conn:
+            # With their full text and context keys (and their neighbours' keys).
+            mem.episodic.rows.insert(conn, batch)
         if progress:
             progress("episodes", min(start + 500, len(fresh)), len(fresh))
     mem.episodic.forget_vectors(None)  # rebuilt from the table on the next recall
@@ -497,21 +480,18 @@ def _import_documents(
     """Registry rows go in as *pending*; the store's recovery then chunks, embeds and writes
     them to ChromaDB (the same path that completes a write a crash interrupted)."""
     assert mem.db is not None
-    present = _existing(
-        mem,
-        "SELECT 1 FROM semantic_docs WHERE collection = ? AND id = ?",
-        [(r["collection"], r["id"]) for r in rows],
-    )
-    fresh = [r for r in rows if (r["collection"], r["id"]) not in present]
+    registry = mem.semantic.registry
+    fresh = [r for r in rows if not registry.exists(r["collection"], r["id"])]
     searchable = [r for r in fresh if r["state"] in _SEARCHABLE]
     with mem.db.transaction() as conn:
-        for r in fresh:
-            if r["state"] not in _SEARCHABLE:
-                _insert(conn, "semantic_docs", _document_row(r, r["state"]))
+        registry.insert_rows(
+            conn, (_document_row(r, r["state"]) for r in fresh if r["state"] not in _SEARCHABLE)
+        )
     for start in range(0, len(searchable), 32):
         with mem.db.transaction() as conn:
-            for r in searchable[start : start + 32]:
-                _insert(conn, "semantic_docs", _document_row(r, "pending"))
+            registry.insert_rows(
+                conn, (_document_row(r, "pending") for r in searchable[start : start + 32])
+            )
         mem.semantic.recover()
         if progress:
             progress("embedding documents", min(start + 32, len(searchable)), len(searchable))

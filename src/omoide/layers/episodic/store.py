@@ -47,13 +47,8 @@ from omoide.core.validation import (
     check_unit_interval,
 )
 from omoide.errors import AlreadyExistsError, NotFoundError, ProtectedMemoryError, ValidationError
-from omoide.layers.episodic.context_keys import (
-    DEFAULT_COLUMN_WEIGHTS,
-    key_texts,
-    refresh_keys,
-    remove_keys,
-    search_keys,
-)
+from omoide.layers.episodic.context_keys import DEFAULT_COLUMN_WEIGHTS, key_texts, search_keys
+from omoide.layers.episodic.rows import EpisodicRows
 from omoide.layers.episodic.vectors import VectorMatrix
 from omoide.providers.embeddings import Embedder
 from omoide.storage import Database
@@ -104,12 +99,6 @@ def embedding_text(agent_name: str, description: str, outcome: str | None) -> st
     return f"{agent_name}: {episode_text(description, outcome)}"
 
 
-def _fts_body(
-    agent_name: str, event_type: str, description: str, outcome: str | None, tags: Sequence[str]
-) -> str:
-    return index_text(" ".join([description, outcome or "", agent_name, event_type, *tags]))
-
-
 class EpisodicStore:
     """Layer 2 on SQLite; obtain it as ``Memory.episodic``."""
 
@@ -126,6 +115,8 @@ class EpisodicStore:
         protection: ProtectionRule | None = None,
     ) -> None:
         self._db = db
+        #: The row API of the episodic tables, for the pipelines (lifecycle, transfer).
+        self.rows = EpisodicRows(db)
         self._embedder = embedder
         self._clock = clock
         self.config = config or EpisodicConfig()
@@ -203,47 +194,30 @@ class EpisodicStore:
             [embedding_text(r["agent_name"], r["description"], r["outcome"]) for r in fresh]
         )
         created = to_timestamp(self._clock.now())
-        rowids: list[int] = []
         with self._db.transaction() as conn:
-            for row, vector in zip(fresh, vectors, strict=True):
-                cur = conn.execute(
-                    "INSERT INTO episodes(id, timestamp, agent_name, event_type, description, "
-                    "context, outcome, importance, tags, refs, decay_rate, scope, protected, "
-                    "embedding, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (
-                        row["id"],
-                        row["timestamp"],
-                        row["agent_name"],
-                        row["event_type"],
-                        row["description"],
-                        json.dumps(row["context"], ensure_ascii=False),
-                        row["outcome"],
-                        row["importance"],
-                        json.dumps(list(row["tags"]), ensure_ascii=False),
-                        json.dumps(list(row["references"]), ensure_ascii=False),
-                        row["decay_rate"],
-                        row["scope"],
-                        row["protected"],
-                        vector.astype(np.float32).tobytes(),
-                        created,
-                    ),
-                )
-                rowid = int(cur.lastrowid or 0)
-                conn.execute(
-                    "INSERT INTO episodes_fts(rowid, body) VALUES (?, ?)",
-                    (
-                        rowid,
-                        _fts_body(
-                            row["agent_name"],
-                            row["event_type"],
-                            row["description"],
-                            row["outcome"],
-                            row["tags"],
-                        ),
-                    ),
-                )
-                rowids.append(rowid)
-            refresh_keys(conn, rowids)
+            rowids = self.rows.insert(
+                conn,
+                (
+                    {
+                        "id": row["id"],
+                        "timestamp": row["timestamp"],
+                        "agent_name": row["agent_name"],
+                        "event_type": row["event_type"],
+                        "description": row["description"],
+                        "context": json.dumps(row["context"], ensure_ascii=False),
+                        "outcome": row["outcome"],
+                        "importance": row["importance"],
+                        "tags": json.dumps(list(row["tags"]), ensure_ascii=False),
+                        "refs": json.dumps(list(row["references"]), ensure_ascii=False),
+                        "decay_rate": row["decay_rate"],
+                        "scope": row["scope"],
+                        "protected": row["protected"],
+                        "embedding": vector.astype(np.float32).tobytes(),
+                        "created_at": created,
+                    }
+                    for row, vector in zip(fresh, vectors, strict=True)
+                ),
+            )
         if rowids:
             # Checked under the lock, so an index being built now cannot miss these rows.
             with self._index_lock:
@@ -340,16 +314,7 @@ class EpisodicStore:
         )
 
     def _existing(self, ids: Sequence[str]) -> set[str]:
-        found: set[str] = set()
-        for start in range(0, len(ids), 500):
-            part = list(ids[start : start + 500])
-            found.update(
-                r[0]
-                for r in self._db.query(
-                    f"SELECT id FROM episodes WHERE id IN ({','.join('?' * len(part))})", part
-                )
-            )
-        return found
+        return self.rows.present(ids)
 
     def update(
         self,
@@ -381,37 +346,17 @@ class EpisodicStore:
                 [embedding_text(current.agent_name, current.description, new_outcome)]
             )
         with self._db.transaction() as conn:
-            rowid = conn.execute("SELECT rowid FROM episodes WHERE id=?", (episode_id,)).fetchone()[
-                0
-            ]
-            conn.execute(
-                "UPDATE episodes SET outcome=?, importance=?, tags=?, protected=MAX(protected, ?)"
-                + (", embedding=?" if vector is not None else "")
-                + " WHERE rowid=?",
-                (
-                    new_outcome,
-                    new_importance,
-                    json.dumps(list(new_tags), ensure_ascii=False),
-                    int(protect),
-                    *([vector[0].tobytes()] if vector is not None else []),
-                    rowid,
-                ),
-            )
-            conn.execute("DELETE FROM episodes_fts WHERE rowid=?", (rowid,))
-            conn.execute(
-                "INSERT INTO episodes_fts(rowid, body) VALUES (?, ?)",
-                (
-                    rowid,
-                    _fts_body(
-                        current.agent_name,
-                        current.event_type,
-                        current.description,
-                        new_outcome,
-                        new_tags,
-                    ),
-                ),
-            )
-            refresh_keys(conn, [rowid])
+            row = self.rows.require(conn, episode_id)
+            rowid = int(row["rowid"])
+            columns: dict[str, Any] = {
+                "outcome": new_outcome,
+                "importance": new_importance,
+                "tags": json.dumps(list(new_tags), ensure_ascii=False),
+                "protected": max(int(row["protected"]), int(protect)),
+            }
+            if vector is not None:
+                columns["embedding"] = vector[0].tobytes()
+            self.rows.change(conn, rowid, columns)
         if vector is not None:
             with self._index_lock:
                 if self._index is not None:
@@ -441,10 +386,7 @@ class EpisodicStore:
             ]
             if not rowids:
                 return
-            rmarks = ",".join("?" * len(rowids))
-            remove_keys(conn, rowids)
-            conn.execute(f"DELETE FROM episodes_fts WHERE rowid IN ({rmarks})", rowids)
-            conn.execute(f"DELETE FROM episodes WHERE rowid IN ({rmarks})", rowids)
+            self.rows.remove(conn, rowids)
         with self._index_lock:
             if self._index is not None:
                 self._index.remove(rowids)

@@ -1,21 +1,27 @@
 """The registry of semantic documents: the SQLite side of layer 3.
 
+Owner of the ``semantic_docs`` and ``semantic_docs_fts`` tables (with
+:mod:`omoide.layers.semantic.store`): no module outside the semantic layer runs SQL on them.
+
 ChromaDB holds the chunk vectors of each document; the ``semantic_docs`` table holds the
 whole document, its owner, scope, lifecycle state, versions and access statistics, and is
-the truth when the two disagree (:mod:`omoide.layers.semantic.store` brings Chroma in line). Its
-full
-text is indexed in ``semantic_docs_fts`` (kept in step by triggers), so documents are found
-by their words as well as by their meaning.
+the truth when the two disagree (:mod:`omoide.layers.semantic.store` brings Chroma in line).
+Its full text is indexed in ``semantic_docs_fts``, analysed in Python
+(:func:`omoide.text.fulltext.index_text`) and written by :func:`sync_fulltext` in the
+transaction that writes the document, so documents are found by their words as well as by
+their meaning.
 
-:class:`DocumentRegistry` reads that table for
-:class:`~omoide.layers.semantic.store.SemanticStore`; it
-does not validate its arguments (the store does, at its boundary).
+:class:`DocumentRegistry` reads and writes that table for
+:class:`~omoide.layers.semantic.store.SemanticStore` and for the pipelines (lifecycle,
+retention, transfer); it does not validate its arguments (the store does, at its boundary).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Iterable, Sequence
+import sqlite3
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -23,8 +29,10 @@ from omoide.clock import Clock, from_timestamp, to_timestamp
 from omoide.core.models import SemanticDocument
 from omoide.core.scope import reader_predicate
 from omoide.storage import Database
+from omoide.storage.migrations import SEMANTIC_FULLTEXT_REBUILD
+from omoide.text.fulltext import index_text
 
-__all__ = ["DocumentRegistry", "document"]
+__all__ = ["DocumentRegistry", "document", "rebuild_fulltext", "sync_fulltext"]
 
 #: The states in which a document is searchable.
 SEARCHABLE = ("active", "compressed")
@@ -36,6 +44,90 @@ class DocumentRegistry:
     def __init__(self, db: Database, clock: Clock) -> None:
         self._db = db
         self._clock = clock
+        db.run_rebuild(SEMANTIC_FULLTEXT_REBUILD, rebuild_fulltext)
+
+    # -- rows for the pipelines ------------------------------------------------------------
+
+    def row(self, conn: Any, collection: str, doc_id: str) -> Any:
+        """The registry row of one document, or None (``conn``: a connection or the db)."""
+        return conn.execute(
+            "SELECT * FROM semantic_docs WHERE collection = ? AND id = ?", (collection, doc_id)
+        ).fetchone()
+
+    def collections_of(self, doc_id: str, collection: str | None = None) -> list[str]:
+        """The collections holding a document with this id (in ``collection`` only if given)."""
+        sql = "SELECT collection FROM semantic_docs WHERE id = ?"
+        params: list[Any] = [doc_id]
+        if collection is not None:
+            sql += " AND collection = ?"
+            params.append(collection)
+        return [str(r[0]) for r in self._db.query(sql, params)]
+
+    def exists(self, collection: str, doc_id: str) -> bool:
+        return self.row(self._db, collection, doc_id) is not None
+
+    def rowid(self, conn: Any, collection: str, doc_id: str) -> int:
+        """The rowid of an existing document."""
+        return int(
+            conn.execute(
+                "SELECT rowid FROM semantic_docs WHERE collection = ? AND id = ?",
+                (collection, doc_id),
+            ).fetchone()[0]
+        )
+
+    def move(self, conn: sqlite3.Connection, collection: str, doc_id: str, state: str) -> None:
+        """Set a document's state (``archiving`` also stamps ``archived_at``):
+        :meth:`SemanticStore.settle` brings Chroma in line."""
+        conn.execute(
+            "UPDATE semantic_docs SET state = ?, "
+            "archived_at = CASE WHEN ? = 'archiving' THEN ? ELSE archived_at END "
+            "WHERE collection = ? AND id = ?",
+            (state, state, to_timestamp(self._clock.now()), collection, doc_id),
+        )
+
+    def unarchive(self, conn: sqlite3.Connection, collection: str, doc_id: str) -> None:
+        """Take a document out of the archive: ``pending`` until its chunks are written."""
+        conn.execute(
+            "UPDATE semantic_docs SET state = 'pending', archived_at = NULL "
+            "WHERE collection = ? AND id = ?",
+            (collection, doc_id),
+        )
+
+    def rewrite(
+        self,
+        conn: sqlite3.Connection,
+        row: Any,
+        content: str,
+        metadata: Mapping[str, Any],
+        *,
+        compressed_at: float | None,
+    ) -> None:
+        """Replace a document's content and metadata (compression and its undoing); it goes
+        back to ``pending`` so that :meth:`SemanticStore.settle` rewrites its chunks."""
+        conn.execute(
+            "UPDATE semantic_docs SET content = ?, metadata = ?, content_hash = ?, "
+            "compressed_at = ?, state = 'pending' WHERE collection = ? AND id = ?",
+            (
+                content,
+                json.dumps(dict(metadata), ensure_ascii=False),
+                hashlib.sha256(content.encode()).hexdigest(),
+                compressed_at,
+                row["collection"],
+                row["id"],
+            ),
+        )
+        sync_fulltext(conn, [int(row["rowid"])])
+
+    def insert_rows(self, conn: sqlite3.Connection, rows: Iterable[Mapping[str, Any]]) -> None:
+        """Insert whole registry rows (an import), with their full text."""
+        for row in rows:
+            names = list(row)
+            cur = conn.execute(
+                f"INSERT INTO semantic_docs({', '.join(names)}) "
+                f"VALUES ({', '.join('?' * len(names))})",
+                [row[n] for n in names],
+            )
+            sync_fulltext(conn, [int(cur.lastrowid or 0)])
 
     def rows(self, collection: str, doc_ids: Sequence[str]) -> list[Any]:
         """The registry rows of these documents (those that exist), in batches of 500."""
@@ -219,6 +311,25 @@ class DocumentRegistry:
                 "WHERE collection = ? AND id = ?",
                 [(now, collection, d) for d in dict.fromkeys(doc_ids)],
             )
+
+
+def sync_fulltext(conn: sqlite3.Connection, rowids: Iterable[int]) -> None:
+    """Write the full-text rows of ``rowids`` from their current content (a row that is gone
+    loses its full text). Call inside the transaction that wrote or deleted the rows."""
+    for rowid in dict.fromkeys(rowids):
+        conn.execute("DELETE FROM semantic_docs_fts WHERE rowid = ?", (rowid,))
+        row = conn.execute("SELECT content FROM semantic_docs WHERE rowid = ?", (rowid,)).fetchone()
+        if row is not None:
+            conn.execute(
+                "INSERT INTO semantic_docs_fts(rowid, body) VALUES (?, ?)",
+                (rowid, index_text(row[0])),
+            )
+
+
+def rebuild_fulltext(conn: sqlite3.Connection) -> None:
+    """Index the full text of every document (the rebuild migration 0007 requests)."""
+    conn.execute("DELETE FROM semantic_docs_fts")
+    sync_fulltext(conn, [int(r[0]) for r in conn.execute("SELECT rowid FROM semantic_docs")])
 
 
 def document(row: Any) -> SemanticDocument:

@@ -73,7 +73,7 @@ from omoide.errors import (
     ValidationError,
 )
 from omoide.layers.semantic.cache import InformationCache
-from omoide.layers.semantic.registry import DocumentRegistry
+from omoide.layers.semantic.registry import DocumentRegistry, sync_fulltext
 from omoide.providers.chunking import chunk_text
 from omoide.providers.embeddings import Embedder
 from omoide.storage import Database
@@ -135,6 +135,8 @@ class SemanticStore:
     ) -> None:
         self._db = db
         self._registry = DocumentRegistry(db, clock)
+        #: The registry rows, for the pipelines that move documents (lifecycle, transfer).
+        self.registry = self._registry
         self._client = client
         self._embedder = embedder
         self._clock = clock
@@ -282,6 +284,7 @@ class SemanticStore:
                         now,
                     ),
                 )
+                sync_fulltext(conn, [self._registry.rowid(conn, collection, doc_id)])
             superseded = [
                 old
                 for doc_id, _doc, meta, _chunks, _protected in plans
@@ -526,6 +529,7 @@ class SemanticStore:
                             "AND state='deleting'",
                             (collection, row["id"]),
                         )
+                        sync_fulltext(conn, [int(row["rowid"])])
 
     def delete(self, collection: str, ids: Sequence[str]) -> int:
         """Delete documents (and their chunks); return how many existed.

@@ -1,0 +1,190 @@
+"""The rows of layer 2, with the invariants that tie them together.
+
+The episodic layer owns ``episodes``, ``episodes_fts`` (the analysed text of each episode),
+``episode_threads`` and ``episode_keys_fts`` (context keys, :mod:`.context_keys`) and the
+in-memory vector matrix of :class:`~omoide.layers.episodic.store.EpisodicStore`: no module
+outside ``omoide.layers.episodic`` runs SQL on those tables. An episode row is kept in step,
+in the transaction that writes it, with its full-text row (analysed in Python by
+:func:`omoide.text.fulltext.index_text`: there is no trigger calling Python, so any SQLite
+client may write the table), its context key and its place in its thread. The vector matrix
+is updated by the store after the transaction commits (:meth:`EpisodicStore.forget_vectors`).
+
+:class:`EpisodicRows` is the row API the store and the pipelines (lifecycle, transfer,
+capacity overflow) use; its writes take the caller's connection, so that a change and its
+audit record commit together. It does not validate (the store does, at its boundary).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+from omoide.errors import NotFoundError
+from omoide.layers.episodic.context_keys import backfill, refresh_keys, remove_keys
+from omoide.storage import Database
+from omoide.storage.migrations import CONTEXT_KEYS_REBUILD
+from omoide.text.fulltext import index_text
+
+__all__ = ["EpisodicRows", "fts_body"]
+
+#: Episodes that recall and search see: active and compressed (archived ones are out of both).
+LIVE_SQL = "state IN ('active', 'compressed')"
+
+
+def fts_body(
+    agent_name: str, event_type: str, description: str, outcome: str | None, tags: Sequence[str]
+) -> str:
+    """The analysed text of an episode in ``episodes_fts``."""
+    return index_text(" ".join([description, outcome or "", agent_name, event_type, *tags]))
+
+
+def _batches(items: Sequence[Any], size: int = 500) -> Iterator[list[Any]]:
+    for start in range(0, len(items), size):
+        yield list(items[start : start + size])
+
+
+class EpisodicRows:
+    """Reads and writes of the episodic tables that keep every invariant in one place."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        db.run_rebuild(CONTEXT_KEYS_REBUILD, backfill)
+
+    # -- reads --------------------------------------------------------------------------
+
+    def row(self, conn: Any, episode_id: str) -> sqlite3.Row | None:
+        """The whole row of an episode, or None (``conn``: a connection or the database)."""
+        row: sqlite3.Row | None = conn.execute(
+            "SELECT * FROM episodes WHERE id = ?", (episode_id,)
+        ).fetchone()
+        return row
+
+    def require(self, conn: Any, episode_id: str) -> sqlite3.Row:
+        """The whole row of an episode; :class:`NotFoundError` if there is none."""
+        row = self.row(conn, episode_id)
+        if row is None:
+            raise NotFoundError("episode", episode_id)
+        return row
+
+    def exists(self, episode_id: str) -> bool:
+        return self._db.scalar("SELECT 1 FROM episodes WHERE id = ?", (episode_id,)) is not None
+
+    def present(self, ids: Sequence[str]) -> set[str]:
+        """Which of ``ids`` are stored."""
+        found: set[str] = set()
+        for part in _batches(ids):
+            found.update(
+                r[0]
+                for r in self._db.query(
+                    f"SELECT id FROM episodes WHERE id IN ({','.join('?' * len(part))})", part
+                )
+            )
+        return found
+
+    def unprotected(self) -> list[sqlite3.Row]:
+        """rowid, event_type, tags and context of every episode not protected yet."""
+        return self._db.query(
+            "SELECT rowid, event_type, tags, context FROM episodes WHERE protected = 0"
+        )
+
+    def distilled_into(self, ids: Sequence[str]) -> list[sqlite3.Row]:
+        """id, description and ``distilled_into`` of those of ``ids`` that were distilled."""
+        rows: list[sqlite3.Row] = []
+        for part in _batches(ids):
+            rows.extend(
+                self._db.query(
+                    "SELECT id, description, distilled_into FROM episodes "
+                    f"WHERE id IN ({','.join('?' * len(part))}) AND distilled_into IS NOT NULL",
+                    part,
+                )
+            )
+        return rows
+
+    def usage_by_agent(self, size_sql: str) -> list[sqlite3.Row]:
+        """Per agent: its name, how many episodes it wrote and the sum of ``size_sql``
+        (an expression over the episode's columns)."""
+        return self._db.query(
+            f"SELECT agent_name, COUNT(*), SUM({size_sql}) FROM episodes GROUP BY agent_name"
+        )
+
+    # -- writes (inside the caller's transaction) ---------------------------------------
+
+    def insert(self, conn: sqlite3.Connection, rows: Iterable[Mapping[str, Any]]) -> list[int]:
+        """Insert whole rows (JSON columns as text, the embedding as bytes) with their full
+        text and context keys (and their neighbours' keys); return their rowids."""
+        rowids: list[int] = []
+        for row in rows:
+            names = list(row)
+            cur = conn.execute(
+                f"INSERT INTO episodes({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
+                [row[n] for n in names],
+            )
+            rowids.append(int(cur.lastrowid or 0))
+        self._write_text(conn, rowids)
+        refresh_keys(conn, rowids)
+        return rowids
+
+    def change(self, conn: sqlite3.Connection, rowid: int, columns: Mapping[str, Any]) -> None:
+        """Set columns of one episode (a trusted name list), then re-index its full text and
+        context keys from what it now holds."""
+        assignments = ", ".join(f"{name} = ?" for name in columns)
+        conn.execute(
+            f"UPDATE episodes SET {assignments} WHERE rowid = ?", [*columns.values(), rowid]
+        )
+        self._write_text(conn, [rowid])
+        refresh_keys(conn, [rowid])
+
+    def raise_protection(self, conn: sqlite3.Connection, rowids: Sequence[int]) -> None:
+        """Protect these episodes by a never-forget rule (protection is never lowered)."""
+        conn.executemany(
+            "UPDATE episodes SET protected = 1 WHERE rowid = ?", [(r,) for r in rowids]
+        )
+
+    def archive(self, conn: sqlite3.Connection, rowid: int, at: float) -> None:
+        """Out of recall and search, and out of its neighbours' context keys."""
+        conn.execute(
+            "UPDATE episodes SET state = 'archived', archived_at = ? WHERE rowid = ?", (at, rowid)
+        )
+        remove_keys(conn, [rowid])
+
+    def unarchive(self, conn: sqlite3.Connection, rowid: int) -> None:
+        """Back from the archive, in the state it had (compressed or active)."""
+        conn.execute(
+            "UPDATE episodes SET archived_at = NULL, state = CASE WHEN compressed_at "
+            "IS NULL THEN 'active' ELSE 'compressed' END WHERE rowid = ?",
+            (rowid,),
+        )
+        refresh_keys(conn, [rowid])
+
+    def remove(self, conn: sqlite3.Connection, rowids: Sequence[int]) -> None:
+        """Delete episodes with their full text, keys and place in their threads."""
+        if not rowids:
+            return
+        marks = ",".join("?" * len(rowids))
+        remove_keys(conn, rowids)
+        conn.execute(f"DELETE FROM episodes WHERE rowid IN ({marks})", list(rowids))
+        conn.execute(f"DELETE FROM episodes_fts WHERE rowid IN ({marks})", list(rowids))
+
+    def _write_text(self, conn: sqlite3.Connection, rowids: Sequence[int]) -> None:
+        for part in _batches(rowids):
+            for r in conn.execute(
+                "SELECT rowid, agent_name, event_type, description, outcome, tags FROM episodes "
+                f"WHERE rowid IN ({','.join('?' * len(part))})",
+                part,
+            ).fetchall():
+                conn.execute("DELETE FROM episodes_fts WHERE rowid = ?", (r["rowid"],))
+                conn.execute(
+                    "INSERT INTO episodes_fts(rowid, body) VALUES (?, ?)",
+                    (
+                        r["rowid"],
+                        fts_body(
+                            r["agent_name"],
+                            r["event_type"],
+                            r["description"],
+                            r["outcome"],
+                            json.loads(r["tags"]),
+                        ),
+                    ),
+                )
