@@ -7,8 +7,8 @@ from pathlib import Path
 
 from omoide import ManualClock, Memory
 from omoide.layers.episodic.context_keys import date_words, key_texts, thread_of
-from omoide.storage import Database
 from omoide.layers.episodic.rows import EpisodicRows
+from omoide.storage import Database
 from omoide.storage.migrations import CONTEXT_KEYS_REBUILD, MIGRATIONS
 
 T = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)

@@ -10,8 +10,8 @@ import pytest
 
 from omoide import ManualClock, Memory
 from omoide.errors import UnknownCollectionError, ValidationError
-from omoide.storage import Database
 from omoide.layers.semantic.registry import DocumentRegistry
+from omoide.storage import Database
 from omoide.storage.migrations import MIGRATIONS, SEMANTIC_FULLTEXT_REBUILD
 
 DECISIONS = {

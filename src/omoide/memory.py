@@ -36,7 +36,7 @@ from omoide.ingest.indexing import DEFAULT_MAX_FILE_BYTES, Indexer, IndexReport,
 from omoide.layers.episodic.store import EpisodicStore, episode_text
 from omoide.layers.procedural import ProceduralMemory
 from omoide.layers.semantic.store import SemanticStore
-from omoide.layers.working import WorkingMemory, promoted_episode_id
+from omoide.layers.working import WorkingMemory, promoted_episode_id, session_count
 from omoide.pipelines.distill import Distiller, DistillReport
 from omoide.pipelines.forgetting import ForgetReport, Forgetting, policies_from_config
 from omoide.pipelines.lifecycle import AuditEntry, Lifecycle
@@ -124,7 +124,7 @@ class Memory:
         self._lock.acquire(timeout, clock=self.clock)
         self._closed = False
         self._chroma: Any = None
-        self.db: Database | None = None
+        self._db: Database | None = None
         try:
             self._open(embedder, token_counter, freshness)
             self._open_pipelines(llm)
@@ -140,7 +140,7 @@ class Memory:
         freshness: FreshnessCurve | None,
     ) -> None:
         config = self.config
-        self.db = Database(self.path / DB_NAME, clock=self.clock)
+        self._db = Database(self.path / DB_NAME, clock=self.clock)
         self.embedder = embedder or default_embedder()
         self._check_embedder()
         self.token_counter = token_counter or default_token_counter()
@@ -155,6 +155,7 @@ class Memory:
             config=config.semantic,
             default_scope=self.default_scope,
             protection=self.never_forget.document,
+            remove_expired=self._remove_expired,
         )
         self.episodic = EpisodicStore(
             self.db,
@@ -165,6 +166,18 @@ class Memory:
             default_scope=self.default_scope,
             overflow=self._overflow_to_semantic,
             protection=self.never_forget.episode,
+        )
+        # Before anything can write: the overflow sink and expiry hook above audit through it.
+        self.lifecycle = Lifecycle(
+            self.db,
+            episodic=self.episodic,
+            semantic=self.semantic,
+            embedder=self.embedder,
+            clock=self.clock,
+        )
+        #: Enforces collection retention, caps and cache expiry (run by :meth:`maintain`).
+        self.retention = Retention(
+            self.db, semantic=self.semantic, lifecycle=self.lifecycle, clock=self.clock
         )
         self.procedural = ProceduralMemory(
             self.db, clock=self.clock, config=config.procedural, default_scope=self.default_scope
@@ -179,15 +192,7 @@ class Memory:
         self.semantic.recover()
 
     def _open_pipelines(self, llm: LLM | None) -> None:
-        """Lifecycle, forgetting and distillation; complete what a crash interrupted."""
-        assert self.db is not None
-        self.lifecycle = Lifecycle(
-            self.db,
-            episodic=self.episodic,
-            semantic=self.semantic,
-            embedder=self.embedder,
-            clock=self.clock,
-        )
+        """Forgetting and distillation; complete what a crash interrupted."""
         self.forgetting = Forgetting(
             self.db,
             lifecycle=self.lifecycle,
@@ -206,48 +211,33 @@ class Memory:
             config=self.config.distill,
             llm=llm or llm_from_config(self.config.llm),
         )
-        #: Enforces collection retention, caps and cache expiry (run by :meth:`maintain`).
-        self.retention = Retention(
-            self.db, semantic=self.semantic, lifecycle=self.lifecycle, clock=self.clock
-        )
-        self.semantic.remove_expired = self.retention.delete_expired
         self._protect_new_categories()
         self.distiller.recover()
 
     def _protect_new_categories(self) -> None:
         """Protect existing items that never-forget categories added since the last open match
         (protection is decided at write time; a category added later must reach back)."""
-        assert self.db is not None
         signature = json.dumps(sorted(self.never_forget.categories))
         if self.db.get_meta("never_forget") == signature:
             return
         rule = self.never_forget
         episodes = [
-            (r["rowid"],)
-            for r in self.db.query(
-                "SELECT rowid, event_type, tags, context FROM episodes WHERE protected = 0"
-            )
+            int(r["rowid"])
+            for r in self.episodic.rows.unprotected()
             if rule.episode(r["event_type"], json.loads(r["tags"]), json.loads(r["context"]))
         ]
         documents = [
-            (r["rowid"],)
-            for r in self.db.query(
-                "SELECT rowid, collection, metadata FROM semantic_docs WHERE protected = 0"
-            )
+            int(r["rowid"])
+            for r in self.semantic.registry.unprotected()
             if rule.document(r["collection"], json.loads(r["metadata"]))
         ]
         with self.db.transaction() as conn:
-            conn.executemany("UPDATE episodes SET protected = 1 WHERE rowid = ?", episodes)
-            conn.executemany("UPDATE semantic_docs SET protected = 1 WHERE rowid = ?", documents)
-            conn.execute(
-                "INSERT INTO meta(key, value) VALUES ('never_forget', ?) "
-                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                (signature,),
-            )
+            self.episodic.rows.raise_protection(conn, episodes)
+            self.semantic.registry.raise_protection(conn, documents)
+            self.db.set_meta("never_forget", signature)  # joins this transaction
 
     def _check_embedder(self) -> None:
         """Refuse to mix vectors of two models in one directory."""
-        assert self.db is not None
         identity = f"{self.embedder.name}:{self.embedder.dimension}"
         stored = self.db.get_meta("embedder")
         if stored is None:
@@ -270,7 +260,6 @@ class Memory:
         with self._sessions_lock:
             session = self._sessions.get(key)
             if session is None or (max_tokens is not None and max_tokens != session.max_tokens):
-                assert self.db is not None
                 session = WorkingMemory(
                     self.db,
                     agent_name=agent_name,
@@ -296,7 +285,7 @@ class Memory:
         the next candidate id is used, so an evicted message is never swallowed by an
         episode someone else wrote.
         """
-        assert message.id is not None and self.db is not None
+        assert message.id is not None
         secret = self._promotion_secret
         if secret is None:
             secret = self._promotion_secret = directory_secret(self.db, "promotion")
@@ -306,9 +295,7 @@ class Memory:
         ]
         episode_id = f"wm-{uuid.uuid4().hex[:24]}"
         for candidate in candidates:
-            row = self.db.query_one(
-                "SELECT agent_name, event_type, context FROM episodes WHERE id = ?", (candidate,)
-            )
+            row = self.episodic.rows.row(self.db, candidate)
             if row is None:
                 episode_id = candidate
                 break
@@ -372,29 +359,31 @@ class Memory:
                 agent_name=agent,
                 scope=scope,
             )
-        if hasattr(self, "lifecycle"):
-            self.lifecycle.record_overflow(episodes, collection, represented)
+        self.lifecycle.record_overflow(episodes, collection, represented)
+
+    def _remove_expired(self, collection: str, doc_ids: Sequence[str]) -> int:
+        """Expired cache entries leave through retention, so each deletion is audited."""
+        return self.retention.delete_expired(collection, doc_ids)
 
     def _distilled_into(self, collection: str, ids: list[str]) -> dict[str, str]:
         """For those of ``ids`` distilled into a live document of ``collection`` whose text
         holds the episode's own description (the offline extractor quotes its cluster's
         representative; identical episodes are all quoted): the document's id. An episode
         the knowledge only paraphrases is not represented by it."""
-        found: dict[str, str] = {}
-        assert self.db is not None  # open: called by the episodic store it owns
-        for start in range(0, len(ids), 500):
-            part = ids[start : start + 500]
-            for row in self.db.query(
-                "SELECT e.id, e.description, e.distilled_into, d.content "
-                "FROM episodes e JOIN semantic_docs d "
-                "ON d.collection = ? AND d.id = e.distilled_into "
-                f"WHERE e.id IN ({','.join('?' * len(part))}) "
-                "AND d.state IN ('active', 'compressed')",
-                [collection, *part],
-            ):
-                if _words(row["description"]) in _words(row["content"]):
-                    found[row["id"]] = row["distilled_into"]
-        return found
+        distilled = self.episodic.rows.distilled_into(ids)
+        content = {
+            r["id"]: r["content"]
+            for r in self.semantic.registry.rows(
+                collection, list(dict.fromkeys(r["distilled_into"] for r in distilled))
+            )
+            if r["state"] in ("active", "compressed")
+        }
+        return {
+            r["id"]: r["distilled_into"]
+            for r in distilled
+            if r["distilled_into"] in content
+            and _words(r["description"]) in _words(content[r["distilled_into"]])
+        }
 
     # -- distillation, forgetting, maintenance --------------------------------------------
 
@@ -487,7 +476,6 @@ class Memory:
         same time (another thread or process) gets StoreLockedError.
         """
         self._check_open()
-        assert self.db is not None
         lock = DirectoryLock(self.path, name=MAINTENANCE_LOCK)
         try:
             lock.acquire(0.0, clock=self.clock)
@@ -584,16 +572,23 @@ class Memory:
     def stats(self) -> dict[str, Any]:
         """Counts per layer and the bytes on disk."""
         self._check_open()
-        assert self.db is not None
         return {
             "path": str(self.path),
-            "working_sessions": int(self.db.scalar("SELECT COUNT(*) FROM working_sessions")),
+            "working_sessions": session_count(self.db),
             "episodes": self.episodic.count(),
             "semantic": {name: self.semantic.count(name) for name in self.semantic.collections},
             "procedures": self.procedural.count(),
             "database_bytes": self.db.size_bytes(),
             "chroma_bytes": _tree_size(self.path / CHROMA_DIR),
         }
+
+    @property
+    def db(self) -> Database:
+        """The SQLite database of the directory (the layers own its tables; see each
+        layer's module). Raises :class:`OmoideError` once this Memory is closed."""
+        if self._db is None or self._closed:
+            raise OmoideError(f"this Memory on {self.path} is closed")
+        return self._db
 
     def _check_open(self) -> None:
         if self._closed:
@@ -610,8 +605,8 @@ class Memory:
         try:
             if self._chroma is not None and hasattr(self._chroma, "close"):
                 self._chroma.close()
-            if self.db is not None:
-                self.db.close()
+            if self._db is not None:
+                self._db.close()
             tighten(self.path)  # files ChromaDB created while open
         finally:
             self._chroma = None

@@ -358,6 +358,18 @@ class ProceduralMemory:
     def count(self) -> int:
         return int(self._db.scalar("SELECT COUNT(*) FROM procedures"))
 
+    def usage(
+        self, reader: str | None = None, reader_teams: Iterable[str] = ()
+    ) -> dict[str, tuple[int, int]]:
+        """Per agent: the procedures ``reader`` may see and the bytes of their templates."""
+        pred, params = reader_predicate(reader, reader_teams)
+        rows = self._db.query(
+            "SELECT agent_name, COUNT(*), SUM(LENGTH(CAST(template AS BLOB))) FROM procedures "
+            f"WHERE {pred} GROUP BY agent_name",
+            params,
+        )
+        return {str(r[0] or ""): (int(r[1] or 0), int(r[2] or 0)) for r in rows}
+
     def matches(
         self, task_type: str, *, reader: str | None = None, reader_teams: Iterable[str] = ()
     ) -> list[Procedure]:

@@ -21,6 +21,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+from omoide.core.scope import reader_predicate
 from omoide.errors import NotFoundError
 from omoide.layers.episodic.context_keys import backfill, refresh_keys, remove_keys
 from omoide.storage import Database
@@ -102,12 +103,23 @@ class EpisodicRows:
             )
         return rows
 
-    def usage_by_agent(self, size_sql: str) -> list[sqlite3.Row]:
-        """Per agent: its name, how many episodes it wrote and the sum of ``size_sql``
-        (an expression over the episode's columns)."""
-        return self._db.query(
-            f"SELECT agent_name, COUNT(*), SUM({size_sql}) FROM episodes GROUP BY agent_name"
+    def usage(
+        self, reader: str | None = None, reader_teams: Iterable[str] = ()
+    ) -> dict[str, tuple[int, int]]:
+        """Per agent: the active episodes ``reader`` may see and their bytes (text, JSON
+        fields and vector)."""
+        pred, params = reader_predicate(reader, reader_teams)
+        size = (
+            "LENGTH(CAST(description AS BLOB)) + LENGTH(CAST(COALESCE(outcome, '') AS BLOB)) "
+            "+ LENGTH(CAST(context AS BLOB)) + LENGTH(CAST(tags AS BLOB)) "
+            "+ LENGTH(CAST(refs AS BLOB)) + LENGTH(embedding)"
         )
+        rows = self._db.query(
+            f"SELECT agent_name, COUNT(*), SUM({size}) FROM episodes "
+            f"WHERE state='active' AND {pred} GROUP BY agent_name",
+            params,
+        )
+        return {str(r[0] or ""): (int(r[1] or 0), int(r[2] or 0)) for r in rows}
 
     # -- writes (inside the caller's transaction) ---------------------------------------
 

@@ -63,6 +63,37 @@ class DocumentRegistry:
             params.append(collection)
         return [str(r[0]) for r in self._db.query(sql, params)]
 
+    def unprotected(self) -> list[Any]:
+        """rowid, collection and metadata of every document not protected yet."""
+        return self._db.query(
+            "SELECT rowid, collection, metadata FROM semantic_docs WHERE protected = 0"
+        )
+
+    def raise_protection(self, conn: sqlite3.Connection, rowids: Sequence[int]) -> None:
+        """Protect these documents by a never-forget rule (protection is never lowered)."""
+        conn.executemany(
+            "UPDATE semantic_docs SET protected = 1 WHERE rowid = ?", [(r,) for r in rowids]
+        )
+
+    def usage(
+        self,
+        reader: str | None = None,
+        reader_teams: Iterable[str] = (),
+        *,
+        collection: str | None = None,
+    ) -> dict[str, tuple[int, int]]:
+        """Per agent: the active documents ``reader`` may see (of one collection unless
+        None) and the bytes of their content and metadata."""
+        pred, params = reader_predicate(reader, reader_teams)
+        where, args = ("", []) if collection is None else (" AND collection=?", [collection])
+        rows = self._db.query(
+            "SELECT agent_name, COUNT(*), "
+            "SUM(LENGTH(CAST(content AS BLOB)) + LENGTH(CAST(metadata AS BLOB))) "
+            f"FROM semantic_docs WHERE state='active'{where} AND {pred} GROUP BY agent_name",
+            [*args, *params],
+        )
+        return {str(r[0] or ""): (int(r[1] or 0), int(r[2] or 0)) for r in rows}
+
     def exists(self, collection: str, doc_id: str) -> bool:
         return self.row(self._db, collection, doc_id) is not None
 

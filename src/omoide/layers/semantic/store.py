@@ -132,6 +132,7 @@ class SemanticStore:
         count_tokens: Callable[[str], int] | None = None,
         default_scope: str = GLOBAL,
         protection: DocumentProtection | None = None,
+        remove_expired: Callable[[str, Sequence[str]], int] | None = None,
     ) -> None:
         self._db = db
         self._registry = DocumentRegistry(db, clock)
@@ -159,8 +160,8 @@ class SemanticStore:
         }
         #: ``cache(url_or_key, content, ttl_days, source)``: outside information with an expiry.
         self.cache = InformationCache(self, clock)
-        #: Removes expired entries for :meth:`purge_expired`; Memory makes it audited.
-        self.remove_expired: Callable[[str, Sequence[str]], int] = self.delete
+        #: Removes expired entries for :meth:`purge_expired` (Memory passes an audited one).
+        self.remove_expired: Callable[[str, Sequence[str]], int] = remove_expired or self.delete
         self._collections: dict[str, Any] = {}
         for name, spec in self.config.collections.items():
             coll = client.get_or_create_collection(
