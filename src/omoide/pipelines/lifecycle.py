@@ -111,8 +111,9 @@ class Lifecycle:
         summary_chars: int = 280,
     ) -> None:
         self._db = db
-        self._episodic = episodic
-        self._semantic = semantic
+        #: The layers whose items this lifecycle moves (their row APIs, for the pipelines).
+        self.episodic = episodic
+        self.semantic = semantic
         self._embedder = embedder
         self._clock = clock
         self.summary_chars = summary_chars
@@ -200,13 +201,13 @@ class Lifecycle:
                 (layer, collection, item_id, audit_id),
             )
             if layer == "episodic":
-                self._episodic.rows.remove(conn, [int(row["rowid"])])
+                self.episodic.rows.remove(conn, [int(row["rowid"])])
             else:
-                self._semantic.registry.move(conn, collection, item_id, "deleting")
+                self.semantic.registry.move(conn, collection, item_id, "deleting")
         if layer == "episodic":
-            self._episodic.forget_vectors([int(row["rowid"])])
+            self.episodic.forget_vectors([int(row["rowid"])])
         else:
-            self._semantic.settle(collection, [item_id])
+            self.semantic.settle(collection, [item_id])
         [entry] = self.audit(item_id, run_id=run_id, limit=1)
         return entry
 
@@ -242,14 +243,14 @@ class Lifecycle:
     # -- episodes ------------------------------------------------------------------------
 
     def _episode_row(self, conn: Any, episode_id: str) -> Any:
-        return self._episodic.rows.require(conn, episode_id)
+        return self.episodic.rows.require(conn, episode_id)
 
     def _archive_episode(self, episode_id: str, *, policy: str, reason: str, run_id: str) -> None:
         with self._db.transaction() as conn:
             row = self._episode_row(conn, episode_id)
             if row["state"] == "archived":
                 return
-            self._episodic.rows.archive(conn, int(row["rowid"]), to_timestamp(self._clock.now()))
+            self.episodic.rows.archive(conn, int(row["rowid"]), to_timestamp(self._clock.now()))
             self._audit(
                 conn,
                 layer="episodic",
@@ -261,7 +262,7 @@ class Lifecycle:
                 run_id=run_id,
                 snapshot=_episode_snapshot(row),
             )
-        self._episodic.forget_vectors([int(row["rowid"])])
+        self.episodic.forget_vectors([int(row["rowid"])])
 
     def _compress_episode(self, episode_id: str, *, policy: str, reason: str, run_id: str) -> None:
         row = self._episode_row(self._db, episode_id)
@@ -274,7 +275,7 @@ class Lifecycle:
         )[0]
         with self._db.transaction() as conn:
             row = self._episode_row(conn, episode_id)  # as it is now, inside the transaction
-            self._episodic.rows.change(
+            self.episodic.rows.change(
                 conn,
                 int(row["rowid"]),
                 {
@@ -297,12 +298,12 @@ class Lifecycle:
                 run_id=run_id,
                 snapshot=_episode_snapshot(row),
             )
-        self._episodic.forget_vectors(None)
+        self.episodic.forget_vectors(None)
 
     def _delete_episode(self, episode_id: str, *, policy: str, reason: str, run_id: str) -> None:
         with self._db.transaction() as conn:
             row = self._episode_row(conn, episode_id)
-            self._episodic.rows.remove(conn, [int(row["rowid"])])
+            self.episodic.rows.remove(conn, [int(row["rowid"])])
             self._audit(
                 conn,
                 layer="episodic",
@@ -314,7 +315,7 @@ class Lifecycle:
                 run_id=run_id,
                 snapshot=_episode_snapshot(row),
             )
-        self._episodic.forget_vectors([int(row["rowid"])])
+        self.episodic.forget_vectors([int(row["rowid"])])
 
     def _restore_episode(self, episode_id: str, *, reason: str, run_id: str) -> str:
         row = self._episode_row(self._db, episode_id)
@@ -330,7 +331,7 @@ class Lifecycle:
         }
         if row["state"] == "archived":
             with self._db.transaction() as conn:
-                self._episodic.rows.unarchive(conn, int(row["rowid"]))
+                self.episodic.rows.unarchive(conn, int(row["rowid"]))
                 self._audit(conn, **audit)
         elif row["state"] == "compressed":
             original = self._last_snapshot("episodic", "", episode_id, "compress")
@@ -340,7 +341,7 @@ class Lifecycle:
                 [embedding_text(row["agent_name"], description, outcome)]
             )[0]
             with self._db.transaction() as conn:
-                self._episodic.rows.change(
+                self.episodic.rows.change(
                     conn,
                     int(row["rowid"]),
                     {
@@ -355,13 +356,13 @@ class Lifecycle:
                 self._audit(conn, **audit)
         else:
             raise ValidationError("id", f"episode {episode_id!r} is not archived or compressed")
-        self._episodic.forget_vectors(None)
+        self.episodic.forget_vectors(None)
         return "episodic"
 
     # -- documents -----------------------------------------------------------------------
 
     def _document_row(self, conn: Any, collection: str, doc_id: str) -> Any:
-        row = self._semantic.registry.row(conn, collection, doc_id)
+        row = self.semantic.registry.row(conn, collection, doc_id)
         if row is None:
             raise NotFoundError("document", f"{collection}/{doc_id}")
         return row
@@ -390,7 +391,7 @@ class Lifecycle:
             row = self._document_row(conn, collection, doc_id)
             if row["state"] in ("archived", "archiving", "deleting"):
                 return
-            self._semantic.registry.move(conn, collection, doc_id, state)
+            self.semantic.registry.move(conn, collection, doc_id, state)
             self._audit(
                 conn,
                 layer="semantic",
@@ -402,7 +403,7 @@ class Lifecycle:
                 run_id=run_id,
                 snapshot=_document_snapshot(row),
             )
-        self._semantic.settle(collection, [doc_id])
+        self.semantic.settle(collection, [doc_id])
 
     def _compress_document(
         self, collection: str, doc_id: str, *, policy: str, reason: str, run_id: str
@@ -421,7 +422,7 @@ class Lifecycle:
                 "compressed_at": now.isoformat(),
                 "original_chars": len(row["content"]),
             }
-            self._semantic.registry.rewrite(
+            self.semantic.registry.rewrite(
                 conn, row, summary, metadata, compressed_at=to_timestamp(now)
             )
             self._audit(
@@ -435,7 +436,7 @@ class Lifecycle:
                 run_id=run_id,
                 snapshot=_document_snapshot(row),
             )
-        self._semantic.settle(collection, [doc_id])
+        self.semantic.settle(collection, [doc_id])
 
     def _restore_document(self, collection: str, doc_id: str, *, reason: str, run_id: str) -> str:
         row = self._document_row(self._db, collection, doc_id)
@@ -451,12 +452,12 @@ class Lifecycle:
         }
         if row["state"] == "archived":
             with self._db.transaction() as conn:
-                self._semantic.registry.unarchive(conn, collection, doc_id)
+                self.semantic.registry.unarchive(conn, collection, doc_id)
                 self._audit(conn, **audit)
         elif row["state"] == "compressed":
             original = self._last_snapshot("semantic", collection, doc_id, "compress")
             with self._db.transaction() as conn:
-                self._semantic.registry.rewrite(
+                self.semantic.registry.rewrite(
                     conn,
                     row,
                     str(original["content"]),
@@ -468,7 +469,7 @@ class Lifecycle:
             raise ValidationError(
                 "id", f"document {collection}/{doc_id} is not archived or compressed"
             )
-        self._semantic.settle(collection, [doc_id])
+        self.semantic.settle(collection, [doc_id])
         return "semantic"
 
     # -- restore and audit ---------------------------------------------------------------
@@ -485,7 +486,7 @@ class Lifecycle:
         run_id = f"capacity-{uuid.uuid4().hex[:12]}"
         with self._db.transaction() as conn:
             for episode in episodes:
-                row = self._episodic.rows.row(conn, episode.id)
+                row = self.episodic.rows.row(conn, episode.id)
                 if row is None:
                     continue
                 self._audit(
@@ -524,12 +525,12 @@ class Lifecycle:
         if (
             layer in (None, "episodic")
             and collection is None
-            and self._episodic.rows.exists(item_id)
+            and self.episodic.rows.exists(item_id)
         ):
             places.append(("episodic", ""))
         if layer in (None, "semantic"):
             places.extend(
-                ("semantic", c) for c in self._semantic.registry.collections_of(item_id, collection)
+                ("semantic", c) for c in self.semantic.registry.collections_of(item_id, collection)
             )
         if not places:
             raise NotFoundError("item", item_id)

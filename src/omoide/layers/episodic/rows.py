@@ -103,6 +103,39 @@ class EpisodicRows:
             )
         return rows
 
+    def live(self) -> list[sqlite3.Row]:
+        """Every live episode (its row without the embedding), oldest first."""
+        return self._db.query(
+            "SELECT id, timestamp, agent_name, event_type, description, context, outcome, "
+            "importance, tags, access_count, last_accessed, decay_rate, scope, protected, "
+            f"state, distilled_at FROM episodes WHERE {LIVE_SQL} ORDER BY timestamp, id"
+        )
+
+    def undistilled(self) -> list[sqlite3.Row]:
+        """rowid, id and embedding of every live episode not distilled yet."""
+        return self._db.query(
+            f"SELECT rowid, id, embedding FROM episodes WHERE distilled_at IS NULL AND {LIVE_SQL}"
+        )
+
+    def distilled(self) -> list[sqlite3.Row]:
+        """id, embedding, description, outcome, scope, agent_name and ``distilled_into`` of
+        every live distilled episode, in rowid order."""
+        return self._db.query(
+            "SELECT id, embedding, description, outcome, scope, agent_name, distilled_into "
+            f"FROM episodes WHERE distilled_at IS NOT NULL AND {LIVE_SQL} ORDER BY rowid"
+        )
+
+    def sources_of(self, doc_id: str, limit: int) -> list[str]:
+        """The newest ``limit`` live episodes distilled into ``doc_id``."""
+        return [
+            r[0]
+            for r in self._db.query(
+                f"SELECT id FROM episodes WHERE distilled_into = ? AND {LIVE_SQL} "
+                "ORDER BY timestamp DESC LIMIT ?",
+                (doc_id, limit),
+            )
+        ]
+
     def usage(
         self, reader: str | None = None, reader_teams: Iterable[str] = ()
     ) -> dict[str, tuple[int, int]]:
@@ -153,6 +186,20 @@ class EpisodicRows:
         conn.executemany(
             "UPDATE episodes SET protected = 1 WHERE rowid = ?", [(r,) for r in rowids]
         )
+
+    def mark_distilled(
+        self, conn: sqlite3.Connection, ids: Sequence[str], doc_id: str, at: float
+    ) -> int:
+        """Mark those of ``ids`` not distilled yet as distilled into ``doc_id``; how many."""
+        marked = 0
+        for part in _batches(ids):
+            cur = conn.execute(
+                "UPDATE episodes SET distilled_at = ?, distilled_into = ? "
+                f"WHERE distilled_at IS NULL AND id IN ({','.join('?' * len(part))})",
+                [at, doc_id, *part],
+            )
+            marked += cur.rowcount
+        return marked
 
     def archive(self, conn: sqlite3.Connection, rowid: int, at: float) -> None:
         """Out of recall and search, and out of its neighbours' context keys."""

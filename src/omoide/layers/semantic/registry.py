@@ -63,6 +63,47 @@ class DocumentRegistry:
             params.append(collection)
         return [str(r[0]) for r in self._db.query(sql, params)]
 
+    def live(self) -> list[Any]:
+        """Every searchable document (its row without content hash or chunk bookkeeping),
+        by collection, oldest first."""
+        return self._db.query(
+            "SELECT collection, id, content, metadata, agent_name, scope, state, protected, "
+            "subject, version, superseded_by, superseded_at, access_count, last_accessed, "
+            "created_at FROM semantic_docs WHERE state IN ('active', 'compressed') "
+            "ORDER BY collection, created_at, id"
+        )
+
+    def expired(self, collection: str, now: float) -> list[Any]:
+        """id and protection of the active documents of ``collection`` past their expiry,
+        soonest expired first."""
+        return self._db.query(
+            "SELECT id, protected FROM semantic_docs WHERE collection=? AND state='active' "
+            "AND expires_at IS NOT NULL AND expires_at <= ? ORDER BY expires_at, id",
+            (collection, now),
+        )
+
+    def unwritten_since(self, collection: str, before: float) -> list[Any]:
+        """id and protection of the active documents of ``collection`` last written before
+        ``before``, oldest first."""
+        return self._db.query(
+            "SELECT id, protected FROM semantic_docs WHERE collection=? AND state='active' "
+            "AND updated_at < ? ORDER BY updated_at, id",
+            (collection, before),
+        )
+
+    def least_used(self, collection: str, limit: int) -> list[str]:
+        """The ``limit`` active unprotected documents of ``collection`` with the fewest
+        accesses, least recently used first."""
+        return [
+            str(r[0])
+            for r in self._db.query(
+                "SELECT id FROM semantic_docs WHERE collection=? AND state='active' "
+                "AND protected=0 ORDER BY access_count ASC, "
+                "COALESCE(last_accessed, updated_at) ASC, id LIMIT ?",
+                (collection, limit),
+            )
+        ]
+
     def unprotected(self) -> list[Any]:
         """rowid, collection and metadata of every document not protected yet."""
         return self._db.query(
