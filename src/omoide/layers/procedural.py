@@ -35,6 +35,9 @@ Procedures are shared between agents that do not trust each other, so:
   moves the rate by at most its share (one agent among n + the owner): 30 failures by an
   outsider take a 0.5 procedure nobody else reported on to 0.26, not 0.02, while the owner's
   own outcomes move its chain fully.
+
+Owner of ``procedures``, ``procedure_versions``, ``procedure_outcomes`` and
+``procedure_agent_figures``: no module outside this one runs SQL on them.
 """
 
 from __future__ import annotations

@@ -276,7 +276,7 @@ class Distiller:
         out: list[Episode] = []
         for start in range(0, len(ids), 500):
             part = list(ids[start : start + 500])
-            out.extend(self._episodic._fetch(f"id IN ({','.join('?' * len(part))})", part))
+            out.extend(self._episodic.rows.fetch(f"id IN ({','.join('?' * len(part))})", part))
         return out
 
     def _members(self, pool: _Pool, seed: int) -> npt.NDArray[np.intp]:

@@ -21,6 +21,8 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+from omoide.clock import from_timestamp
+from omoide.core.models import Episode
 from omoide.core.scope import reader_predicate
 from omoide.errors import NotFoundError
 from omoide.layers.episodic.context_keys import backfill, refresh_keys, remove_keys
@@ -28,10 +30,16 @@ from omoide.storage import Database
 from omoide.storage.migrations import CONTEXT_KEYS_REBUILD
 from omoide.text.fulltext import index_text
 
-__all__ = ["EpisodicRows", "fts_body"]
+__all__ = ["COLUMNS", "LIVE_SQL", "EpisodicRows", "episode", "fts_body"]
 
 #: Episodes that recall and search see: active and compressed (archived ones are out of both).
 LIVE_SQL = "state IN ('active', 'compressed')"
+
+#: The columns an :class:`Episode` is read from.
+COLUMNS = (
+    "rowid, id, timestamp, agent_name, event_type, description, context, outcome, importance, "
+    "tags, refs, access_count, last_accessed, decay_rate, scope, protected, state, distilled_at"
+)
 
 
 def fts_body(
@@ -154,6 +162,35 @@ class EpisodicRows:
         )
         return {str(r[0] or ""): (int(r[1] or 0), int(r[2] or 0)) for r in rows}
 
+    # -- episodes ---------------------------------------------------------------------
+
+    def fetch(self, where: str, params: Sequence[Any]) -> list[Episode]:
+        """The episodes matching a WHERE clause over ``episodes``."""
+        return [
+            episode(r)
+            for r in self._db.query(f"SELECT {COLUMNS} FROM episodes WHERE {where}", params)
+        ]
+
+    def fetch_rowids(self, rowids: Iterable[int]) -> dict[int, Episode]:
+        """The episodes of these rowids (those that exist), by rowid."""
+        out: dict[int, Episode] = {}
+        for part in _batches(list(rowids)):
+            for row in self._db.query(
+                f"SELECT {COLUMNS} FROM episodes WHERE rowid IN ({','.join('?' * len(part))})",
+                part,
+            ):
+                out[int(row["rowid"])] = episode(row)
+        return out
+
+    def touch(self, ids: Sequence[str], at: float) -> None:
+        """Count one access of each episode, at ``at``."""
+        with self._db.transaction() as conn:
+            conn.executemany(
+                "UPDATE episodes SET access_count = access_count + 1, last_accessed = ? "
+                "WHERE id = ?",
+                [(at, i) for i in ids],
+            )
+
     # -- writes (inside the caller's transaction) ---------------------------------------
 
     def insert(self, conn: sqlite3.Connection, rows: Iterable[Mapping[str, Any]]) -> list[int]:
@@ -247,3 +284,26 @@ class EpisodicRows:
                         ),
                     ),
                 )
+
+
+def episode(row: Any) -> Episode:
+    """A row of ``episodes`` (:data:`COLUMNS`) as an :class:`Episode`."""
+    return Episode(
+        id=row["id"],
+        timestamp=from_timestamp(row["timestamp"]),
+        agent_name=row["agent_name"],
+        event_type=row["event_type"],
+        description=row["description"],
+        context=json.loads(row["context"]),
+        outcome=row["outcome"],
+        importance=float(row["importance"]),
+        tags=tuple(json.loads(row["tags"])),
+        references=tuple(json.loads(row["refs"])),
+        access_count=int(row["access_count"]),
+        last_accessed=from_timestamp(row["last_accessed"]) if row["last_accessed"] else None,
+        decay_rate=float(row["decay_rate"]),
+        scope=row["scope"],
+        protected=bool(row["protected"]),
+        state=row["state"],
+        distilled_at=from_timestamp(row["distilled_at"]) if row["distilled_at"] else None,
+    )
