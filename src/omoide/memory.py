@@ -48,13 +48,13 @@ from omoide.providers.tokens import TokenCounter, default_token_counter
 from omoide.recall.log import RecallLog
 from omoide.recall.router import Router
 from omoide.storage import Database, DirectoryLock
+from omoide.storage.chroma import CHROMA_DIR, chroma_client
 from omoide.storage.permissions import private_dir, tighten
 
 __all__ = ["DEFAULT_DIRECTORY", "Memory", "resolve_path"]
 
 DEFAULT_DIRECTORY = "omoide-data"
 DB_NAME = "omoide.db"
-CHROMA_DIR = "chroma"
 CONFIG_NAME = "omoide.toml"
 
 
@@ -64,27 +64,6 @@ def resolve_path(path: str | os.PathLike[str] | None) -> Path:
         return Path(path)
     env = os.environ.get("OMOIDE_HOME")
     return Path(env) if env else Path.cwd() / DEFAULT_DIRECTORY
-
-
-def _chroma_client(directory: Path, config: Config) -> Any:
-    import chromadb
-    from chromadb.config import Settings
-
-    settings = Settings(anonymized_telemetry=False, allow_reset=False)
-    url = config.semantic.chroma_url
-    if url:
-        from urllib.parse import urlparse
-
-        parsed = urlparse(url)
-        if parsed.scheme not in ("http", "https") or not parsed.hostname:
-            raise ConfigError(f"semantic.chroma_url: expected http(s)://host:port, got {url!r}")
-        return chromadb.HttpClient(
-            host=parsed.hostname,
-            port=parsed.port or (443 if parsed.scheme == "https" else 8000),
-            ssl=parsed.scheme == "https",
-            settings=settings,
-        )
-    return chromadb.PersistentClient(path=str(directory / CHROMA_DIR), settings=settings)
 
 
 class Memory:
@@ -145,7 +124,7 @@ class Memory:
         self._check_embedder()
         self.token_counter = token_counter or default_token_counter()
         self.default_scope = normalize_scope(config.default_scope, "default_scope")
-        self._chroma = _chroma_client(self.path, config)
+        self._chroma = chroma_client(self.path, config.semantic)
         self.never_forget = NeverForget(config.never_forget)
         self.semantic = SemanticStore(
             self.db,

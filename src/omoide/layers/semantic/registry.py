@@ -190,6 +190,67 @@ class DocumentRegistry:
         )
         sync_fulltext(conn, [int(row["rowid"])])
 
+    def supersede(
+        self,
+        conn: sqlite3.Connection,
+        collection: str,
+        doc_id: str,
+        meta: Mapping[str, Any],
+        scope: str,
+        now: float,
+    ) -> list[str]:
+        """Make ``doc_id`` the current version of its ``subject``; return the ids it supersedes.
+
+        A document whose metadata has a ``subject`` supersedes every current document with the
+        same subject in the same collection and scope *written by the same owner*: they get
+        ``superseded_by`` and ``superseded_at``, and rank after current versions in queries.
+        Each owner has its own version chain, so a subject that two agents (an admin
+        included) both use gives two current facts, never a takeover of another agent's
+        fact (which the ``superseded_decisions`` policy would archive). Runs inside the
+        registration transaction, so a crash leaves both or neither.
+        """
+        owner = conn.execute(
+            "SELECT agent_name FROM semantic_docs WHERE collection=? AND id=?", (collection, doc_id)
+        ).fetchone()["agent_name"]
+        subject = meta.get("subject")
+        if not isinstance(subject, str):
+            conn.execute(
+                "UPDATE semantic_docs SET subject=NULL, version=NULL WHERE collection=? AND id=?",
+                (collection, doc_id),
+            )
+            return []
+        row = conn.execute(
+            "SELECT subject, version, superseded_by FROM semantic_docs WHERE collection=? AND id=?",
+            (collection, doc_id),
+        ).fetchone()
+        if row["subject"] == subject and row["superseded_by"] is None and row["version"]:
+            version = int(row["version"])
+        else:
+            latest = conn.execute(
+                "SELECT MAX(version) FROM semantic_docs WHERE collection=? AND subject=? "
+                "AND scope=? AND agent_name=?",
+                (collection, subject, scope, owner),
+            ).fetchone()[0]
+            version = int(latest or 0) + 1
+        conn.execute(
+            "UPDATE semantic_docs SET subject=?, version=?, superseded_by=NULL, "
+            "superseded_at=NULL WHERE collection=? AND id=?",
+            (subject, version, collection, doc_id),
+        )
+        older = [
+            r[0]
+            for r in conn.execute(
+                "SELECT id FROM semantic_docs WHERE collection=? AND subject=? AND scope=? "
+                "AND agent_name=? AND id != ? AND superseded_by IS NULL",
+                (collection, subject, scope, owner, doc_id),
+            )
+        ]
+        conn.executemany(
+            "UPDATE semantic_docs SET superseded_by=?, superseded_at=? WHERE collection=? AND id=?",
+            [(doc_id, now, collection, old) for old in older],
+        )
+        return older
+
     def insert_rows(self, conn: sqlite3.Connection, rows: Iterable[Mapping[str, Any]]) -> None:
         """Insert whole registry rows (an import), with their full text."""
         for row in rows:
