@@ -1,8 +1,11 @@
 """Moving memories out of sight and back: delete, archive, compress, restore — audited.
 
-Every change is one SQLite transaction that also appends a row to the audit log, holding the
-item as it was (its snapshot, without the embedding). The never-forget triggers check the same
-transaction, so a protected item is refused before anything changes.
+Every change is one SQLite transaction that also appends a row to the audit log
+(:mod:`omoide.pipelines.audit`, which owns it), holding the item as it was (its snapshot,
+without the embedding). The never-forget triggers check the same transaction, so a protected
+item is refused before anything changes. The rows themselves change only through the
+layers' row APIs (:class:`~omoide.layers.episodic.rows.EpisodicRows`,
+:class:`~omoide.layers.semantic.registry.DocumentRegistry`), which keep their tables in step.
 
 * **archive** — the item leaves recall and search but stays in its table (state
   ``archived``); :meth:`Lifecycle.restore` brings it back.
@@ -22,17 +25,16 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from omoide.clock import Clock, from_timestamp, to_timestamp
 from omoide.core.models import Episode
-from omoide.core.scope import reader_predicate
-from omoide.core.validation import check_datetime, check_name, check_positive_int
+from omoide.core.validation import check_name
 from omoide.errors import NotFoundError, UnknownLayerError, ValidationError
 from omoide.layers.episodic.store import EpisodicStore, embedding_text
 from omoide.layers.semantic.store import SemanticStore
+from omoide.pipelines.audit import AuditEntry, AuditLog, document_snapshot, episode_snapshot
 from omoide.providers.chunking import split_sentences
 from omoide.providers.embeddings import Embedder
 from omoide.storage import Database
@@ -64,39 +66,6 @@ def summarize(text: str, max_chars: int = 280) -> str:
     return summary
 
 
-@dataclass(frozen=True)
-class AuditEntry:
-    """One row of the audit log."""
-
-    id: int
-    at: datetime
-    run_id: str
-    policy: str
-    layer: str
-    collection: str
-    item_id: str
-    action: str
-    reason: str
-    #: The item before the action (JSON values; no embedding).
-    snapshot: Mapping[str, Any]
-
-
-def _episode_snapshot(row: Any) -> dict[str, Any]:
-    snap = dict(row)  # sqlite3.Row: dict() reads it through keys()
-    snap.pop("rowid", None)
-    snap.pop("embedding", None)
-    for key in ("context", "tags", "refs"):
-        snap[key] = json.loads(snap[key])
-    return snap
-
-
-def _document_snapshot(row: Any) -> dict[str, Any]:
-    snap = dict(row)
-    snap.pop("rowid", None)
-    snap["metadata"] = json.loads(snap["metadata"])
-    return snap
-
-
 class Lifecycle:
     """Delete, archive, compress and restore items of the episodic and semantic layers."""
 
@@ -117,6 +86,8 @@ class Lifecycle:
         self._embedder = embedder
         self._clock = clock
         self.summary_chars = summary_chars
+        #: The audit log every change of this lifecycle is recorded in.
+        self.log = AuditLog(db, clock)
 
     # -- dispatch ------------------------------------------------------------------------
 
@@ -179,11 +150,11 @@ class Lifecycle:
         with self._db.transaction() as conn:
             if layer == "episodic":
                 row = self._episode_row(conn, item_id)
-                snapshot = _episode_snapshot(row)
+                snapshot = episode_snapshot(row)
             else:
                 row = self._document_row(conn, collection, item_id)
-                snapshot = _document_snapshot(row)
-            self._audit(
+                snapshot = document_snapshot(row)
+            self.log.write(
                 conn,
                 layer=layer,
                 collection=collection,
@@ -211,35 +182,6 @@ class Lifecycle:
         [entry] = self.audit(item_id, run_id=run_id, limit=1)
         return entry
 
-    def _audit(
-        self,
-        conn: Any,
-        *,
-        layer: str,
-        collection: str,
-        item_id: str,
-        action: str,
-        policy: str,
-        reason: str,
-        run_id: str,
-        snapshot: Mapping[str, Any],
-    ) -> None:
-        conn.execute(
-            "INSERT INTO audit_log(at, run_id, policy, layer, collection, item_id, action, "
-            "reason, snapshot) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                to_timestamp(self._clock.now()),
-                run_id,
-                policy,
-                layer,
-                collection,
-                item_id,
-                action,
-                reason,
-                json.dumps(snapshot, ensure_ascii=False),
-            ),
-        )
-
     # -- episodes ------------------------------------------------------------------------
 
     def _episode_row(self, conn: Any, episode_id: str) -> Any:
@@ -251,7 +193,7 @@ class Lifecycle:
             if row["state"] == "archived":
                 return
             self.episodic.rows.archive(conn, int(row["rowid"]), to_timestamp(self._clock.now()))
-            self._audit(
+            self.log.write(
                 conn,
                 layer="episodic",
                 collection="",
@@ -260,7 +202,7 @@ class Lifecycle:
                 policy=policy,
                 reason=reason,
                 run_id=run_id,
-                snapshot=_episode_snapshot(row),
+                snapshot=episode_snapshot(row),
             )
         self.episodic.forget_vectors([int(row["rowid"])])
 
@@ -287,7 +229,7 @@ class Lifecycle:
                     "compressed_at": to_timestamp(self._clock.now()),
                 },
             )
-            self._audit(
+            self.log.write(
                 conn,
                 layer="episodic",
                 collection="",
@@ -296,7 +238,7 @@ class Lifecycle:
                 policy=policy,
                 reason=reason,
                 run_id=run_id,
-                snapshot=_episode_snapshot(row),
+                snapshot=episode_snapshot(row),
             )
         self.episodic.forget_vectors(None)
 
@@ -304,7 +246,7 @@ class Lifecycle:
         with self._db.transaction() as conn:
             row = self._episode_row(conn, episode_id)
             self.episodic.rows.remove(conn, [int(row["rowid"])])
-            self._audit(
+            self.log.write(
                 conn,
                 layer="episodic",
                 collection="",
@@ -313,7 +255,7 @@ class Lifecycle:
                 policy=policy,
                 reason=reason,
                 run_id=run_id,
-                snapshot=_episode_snapshot(row),
+                snapshot=episode_snapshot(row),
             )
         self.episodic.forget_vectors([int(row["rowid"])])
 
@@ -327,14 +269,14 @@ class Lifecycle:
             "policy": "restore",
             "reason": reason,
             "run_id": run_id,
-            "snapshot": _episode_snapshot(row),
+            "snapshot": episode_snapshot(row),
         }
         if row["state"] == "archived":
             with self._db.transaction() as conn:
                 self.episodic.rows.unarchive(conn, int(row["rowid"]))
-                self._audit(conn, **audit)
+                self.log.write(conn, **audit)
         elif row["state"] == "compressed":
-            original = self._last_snapshot("episodic", "", episode_id, "compress")
+            original = self.log.last_snapshot("episodic", "", episode_id, "compress")
             description = str(original["description"])
             outcome = original.get("outcome")
             vector = self._embedder.embed_passages(
@@ -353,7 +295,7 @@ class Lifecycle:
                         "compressed_at": None,
                     },
                 )
-                self._audit(conn, **audit)
+                self.log.write(conn, **audit)
         else:
             raise ValidationError("id", f"episode {episode_id!r} is not archived or compressed")
         self.episodic.forget_vectors(None)
@@ -392,7 +334,7 @@ class Lifecycle:
             if row["state"] in ("archived", "archiving", "deleting"):
                 return
             self.semantic.registry.move(conn, collection, doc_id, state)
-            self._audit(
+            self.log.write(
                 conn,
                 layer="semantic",
                 collection=collection,
@@ -401,7 +343,7 @@ class Lifecycle:
                 policy=policy,
                 reason=reason,
                 run_id=run_id,
-                snapshot=_document_snapshot(row),
+                snapshot=document_snapshot(row),
             )
         self.semantic.settle(collection, [doc_id])
 
@@ -425,7 +367,7 @@ class Lifecycle:
             self.semantic.registry.rewrite(
                 conn, row, summary, metadata, compressed_at=to_timestamp(now)
             )
-            self._audit(
+            self.log.write(
                 conn,
                 layer="semantic",
                 collection=collection,
@@ -434,7 +376,7 @@ class Lifecycle:
                 policy=policy,
                 reason=reason,
                 run_id=run_id,
-                snapshot=_document_snapshot(row),
+                snapshot=document_snapshot(row),
             )
         self.semantic.settle(collection, [doc_id])
 
@@ -448,14 +390,14 @@ class Lifecycle:
             "policy": "restore",
             "reason": reason,
             "run_id": run_id,
-            "snapshot": _document_snapshot(row),
+            "snapshot": document_snapshot(row),
         }
         if row["state"] == "archived":
             with self._db.transaction() as conn:
                 self.semantic.registry.unarchive(conn, collection, doc_id)
-                self._audit(conn, **audit)
+                self.log.write(conn, **audit)
         elif row["state"] == "compressed":
-            original = self._last_snapshot("semantic", collection, doc_id, "compress")
+            original = self.log.last_snapshot("semantic", collection, doc_id, "compress")
             with self._db.transaction() as conn:
                 self.semantic.registry.rewrite(
                     conn,
@@ -464,7 +406,7 @@ class Lifecycle:
                     original.get("metadata") or {},
                     compressed_at=None,
                 )
-                self._audit(conn, **audit)
+                self.log.write(conn, **audit)
         else:
             raise ValidationError(
                 "id", f"document {collection}/{doc_id} is not archived or compressed"
@@ -489,7 +431,7 @@ class Lifecycle:
                 row = self.episodic.rows.row(conn, episode.id)
                 if row is None:
                     continue
-                self._audit(
+                self.log.write(
                     conn,
                     layer="episodic",
                     collection="",
@@ -502,7 +444,7 @@ class Lifecycle:
                         else f"over capacity; moved to {collection}/episode-{episode.id}"
                     ),
                     run_id=run_id,
-                    snapshot=_episode_snapshot(row),
+                    snapshot=episode_snapshot(row),
                 )
 
     def restore(
@@ -545,19 +487,6 @@ class Lifecycle:
             return self._restore_episode(item_id, reason=reason, run_id=run_id)
         return self._restore_document(found_collection, item_id, reason=reason, run_id=run_id)
 
-    def _last_snapshot(
-        self, layer: str, collection: str, item_id: str, action: str
-    ) -> dict[str, Any]:
-        row = self._db.query_one(
-            "SELECT snapshot FROM audit_log WHERE layer = ? AND collection = ? AND item_id = ? "
-            "AND action = ? ORDER BY id DESC LIMIT 1",
-            (layer, collection, item_id, action),
-        )
-        if row is None:
-            raise NotFoundError("audit snapshot", f"{layer}/{item_id}")
-        snapshot: dict[str, Any] = json.loads(row[0])
-        return snapshot
-
     def audit(
         self,
         item_id: str | None = None,
@@ -572,51 +501,16 @@ class Lifecycle:
         reader: str | None = None,
         reader_teams: Iterable[str] = (),
     ) -> list[AuditEntry]:
-        """Audit rows, newest first, filtered by any of the arguments.
-
-        With ``reader``, only rows whose snapshot is of an item that agent may read (by the
-        owner and scope the item had): a snapshot holds the item's content.
-        """
-        pred, params = reader_predicate(
-            reader,
-            reader_teams,
-            owner_column="json_extract(snapshot, '$.agent_name')",
-            scope_column="json_extract(snapshot, '$.scope')",
+        """Audit rows, newest first (see :meth:`omoide.pipelines.audit.AuditLog.entries`)."""
+        return self.log.entries(
+            item_id,
+            policy=policy,
+            layer=layer,
+            action=action,
+            run_id=run_id,
+            since=since,
+            until=until,
+            limit=limit,
+            reader=reader,
+            reader_teams=reader_teams,
         )
-        where: list[str] = [pred]
-        for column, value in (
-            ("item_id", item_id),
-            ("policy", policy),
-            ("layer", layer),
-            ("action", action),
-            ("run_id", run_id),
-        ):
-            if value is not None:
-                where.append(f"{column} = ?")
-                params.append(check_name(column, value))
-        if since is not None:
-            where.append("at >= ?")
-            params.append(to_timestamp(check_datetime("since", since)))
-        if until is not None:
-            where.append("at <= ?")
-            params.append(to_timestamp(check_datetime("until", until)))
-        params.append(check_positive_int("limit", limit))
-        rows = self._db.query(
-            f"SELECT * FROM audit_log WHERE {' AND '.join(where)} ORDER BY id DESC LIMIT ?",
-            params,
-        )
-        return [
-            AuditEntry(
-                id=int(r["id"]),
-                at=from_timestamp(r["at"]),
-                run_id=r["run_id"],
-                policy=r["policy"],
-                layer=r["layer"],
-                collection=r["collection"],
-                item_id=r["item_id"],
-                action=r["action"],
-                reason=r["reason"],
-                snapshot=json.loads(r["snapshot"]),
-            )
-            for r in rows
-        ]
