@@ -40,14 +40,13 @@ SCHEMA = ("storage/migrations",)
 
 #: (module, table) -> strings naming it outside its owner, still to be moved (see module).
 KNOWN: dict[tuple[str, str], int] = {
-    # Export and import copy every table generically (not yet per-layer row APIs).
-    ("service/transfer", "semantic_docs"): 1,
-    ("service/transfer", "procedures"): 1,
-    ("service/transfer", "procedure_versions"): 2,
-    ("service/transfer", "procedure_outcomes"): 2,
-    ("service/transfer", "working_sessions"): 3,
-    ("service/transfer", "working_messages"): 2,
-    ("service/transfer", "working_pins"): 2,
+    # The export reads every table generically, in one snapshot, from these section names.
+    ("service/transfer/format", "semantic_docs"): 1,
+    ("service/transfer/format", "procedure_versions"): 1,
+    ("service/transfer/format", "procedure_outcomes"): 1,
+    ("service/transfer/format", "working_sessions"): 1,
+    ("service/transfer/format", "working_messages"): 1,
+    ("service/transfer/format", "working_pins"): 1,
     # Modules other people own; to be moved onto the layers' row APIs.
     ("ingest/indexing", "semantic_docs"): 2,
     ("service/pipeline_ops", "episodes"): 2,

@@ -45,7 +45,7 @@ from __future__ import annotations
 import fnmatch
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from omoide.clock import Clock, from_timestamp, to_timestamp
@@ -55,6 +55,7 @@ from omoide.core.scope import PRIVATE, normalize_scope, reader_predicate
 from omoide.core.validation import check_name, check_number, check_text, check_unit_interval
 from omoide.errors import AlreadyExistsError, NotFoundError, ValidationError
 from omoide.storage import Database
+from omoide.storage.database import insert_row, insert_row_keeping_id
 
 __all__ = ["ProceduralMemory", "trigger_match"]
 
@@ -360,6 +361,27 @@ class ProceduralMemory:
 
     def count(self) -> int:
         return int(self._db.scalar("SELECT COUNT(*) FROM procedures"))
+
+    def present(self, names: Iterable[str]) -> set[str]:
+        """Which of ``names`` are stored procedures."""
+        return {
+            n for n in names if self._db.query_one("SELECT 1 FROM procedures WHERE name=?", (n,))
+        }
+
+    def import_rows(
+        self,
+        conn: Any,
+        procedures: Iterable[Mapping[str, Any]],
+        versions: Iterable[Mapping[str, Any]],
+        outcomes: Iterable[Mapping[str, Any]],
+    ) -> None:
+        """Insert whole rows of an import (outcomes keep their ids when those are free)."""
+        for p in procedures:
+            insert_row(conn, "procedures", p)
+        for v in versions:
+            insert_row(conn, "procedure_versions", v)
+        for o in outcomes:
+            insert_row_keeping_id(conn, "procedure_outcomes", o)
 
     def usage(
         self, reader: str | None = None, reader_teams: Iterable[str] = ()

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
@@ -43,8 +43,17 @@ from omoide.core.validation import check_json_mapping, check_name, check_text, c
 from omoide.errors import NotFoundError, TokenBudgetError, ValidationError
 from omoide.providers.tokens import TokenCounter
 from omoide.storage import Database
+from omoide.storage.database import insert_row, insert_row_keeping_id
 
-__all__ = ["Eviction", "WorkingMemory", "session_count", "session_exists", "session_usage"]
+__all__ = [
+    "Eviction",
+    "WorkingMemory",
+    "import_session_rows",
+    "session_count",
+    "session_exists",
+    "session_usage",
+    "sessions_present",
+]
 
 MAX_CONTENT_CHARS = 1_000_000
 TEXT_SLOTS = ("system", "active_task", "constraints", "scratchpad")
@@ -81,6 +90,26 @@ def session_usage(db: Database, agent_name: str | None = None) -> dict[str, tupl
         params,
     )
     return {str(r[0] or ""): (int(r[1] or 0), int(r[2] or 0)) for r in rows}
+
+
+def sessions_present(db: Database, keys: Iterable[tuple[str, str]]) -> set[tuple[str, str]]:
+    """Which of these (agent_name, session_id) are stored sessions."""
+    return {k for k in keys if session_exists(db, *k)}
+
+
+def import_session_rows(
+    conn: Any,
+    sessions: Iterable[Mapping[str, Any]],
+    messages: Iterable[Mapping[str, Any]],
+    pins: Iterable[Mapping[str, Any]],
+) -> None:
+    """Insert whole rows of an import (messages keep their ids when those are free)."""
+    for s in sessions:
+        insert_row(conn, "working_sessions", s)
+    for m in messages:
+        insert_row_keeping_id(conn, "working_messages", m)
+    for p in pins:
+        insert_row(conn, "working_pins", p)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
@@ -24,7 +24,7 @@ from omoide.errors import ProtectedMemoryError, StorageError
 from omoide.storage.migrations import MIGRATIONS, Migration
 from omoide.storage.permissions import private_file
 
-__all__ = ["Database"]
+__all__ = ["Database", "insert_row", "insert_row_keeping_id"]
 
 
 class Database:
@@ -228,6 +228,26 @@ class Database:
             with suppress(sqlite3.Error):
                 self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             self._conn.close()
+
+
+def insert_row(conn: sqlite3.Connection, table: str, row: Mapping[str, Any]) -> sqlite3.Cursor:
+    """Insert one whole row (column -> value) into ``table`` (a name its owner passes)."""
+    names = list(row)
+    return conn.execute(
+        f"INSERT INTO {table}({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
+        [row[n] for n in names],
+    )
+
+
+def insert_row_keeping_id(conn: sqlite3.Connection, table: str, row: Mapping[str, Any]) -> None:
+    """Insert with the row's ``id`` when it is free, else with a new one (imports)."""
+    conn.execute("SAVEPOINT keep_id")
+    try:
+        insert_row(conn, table, row)
+    except sqlite3.IntegrityError:
+        conn.execute("ROLLBACK TO keep_id")
+        insert_row(conn, table, {k: v for k, v in row.items() if k != "id"})
+    conn.execute("RELEASE keep_id")
 
 
 _PROTECTED = "omoide-protected: "
