@@ -16,7 +16,6 @@ import json
 import os
 import threading
 import uuid
-from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -33,13 +32,14 @@ from omoide.core.protection import NeverForget
 from omoide.core.scope import normalize_scope
 from omoide.errors import ConfigError, OmoideError, StoreLockedError
 from omoide.ingest.indexing import DEFAULT_MAX_FILE_BYTES, Indexer, IndexReport, ProgressCallback
-from omoide.layers.episodic.store import EpisodicStore, episode_text
+from omoide.layers.episodic.store import EpisodicStore
 from omoide.layers.procedural import ProceduralMemory
 from omoide.layers.semantic.store import SemanticStore
 from omoide.layers.working import WorkingMemory, promoted_episode_id, session_count
 from omoide.pipelines.distill import Distiller, DistillReport
 from omoide.pipelines.forgetting import ForgetReport, Forgetting, policies_from_config
 from omoide.pipelines.lifecycle import AuditEntry, Lifecycle
+from omoide.pipelines.overflow import Overflow
 from omoide.pipelines.retention import Retention, RetentionReport
 from omoide.pipelines.scheduler import LAST_RUN_KEY, MAINTENANCE_LOCK, MaintenanceReport
 from omoide.providers.embeddings import Embedder, default_embedder
@@ -154,6 +154,8 @@ class Memory:
             embedder=self.embedder,
             clock=self.clock,
         )
+        #: Where episodes leaving a full episodic store go (the distillation collection).
+        self.overflow = Overflow(self.lifecycle, config.distill.collection)
         #: Enforces collection retention, caps and cache expiry (run by :meth:`maintain`).
         self.retention = Retention(
             self.db, semantic=self.semantic, lifecycle=self.lifecycle, clock=self.clock
@@ -304,65 +306,12 @@ class Memory:
         return episode.id
 
     def _overflow_to_semantic(self, episodes: list[Episode]) -> None:
-        """Hand episodes leaving the episodic store to the semantic layer.
-
-        An episode already distilled into a live knowledge document is represented there: it
-        gets no document of its own (the knowledge names its topic and identifiers; see
-        :mod:`omoide.pipelines.distill`). Every other episode becomes one document. Each hand-over
-        is
-        audited (policy ``capacity``, action ``overflow``) with the whole episode as its
-        snapshot, context included, so nothing is lost on overflow.
-        """
-        collection = self.config.distill.collection
-        represented = self._distilled_into(collection, [e.id for e in episodes])
-        groups: dict[tuple[str, str], list[Episode]] = defaultdict(list)
-        for episode in episodes:
-            if episode.id not in represented:
-                groups[(episode.agent_name, episode.scope)].append(episode)
-        for (agent, scope), group in groups.items():
-            self.semantic.store(
-                collection,
-                [episode_text(e.description, e.outcome) for e in group],
-                [
-                    {
-                        "source": "episodic_overflow",
-                        "episode_id": e.id,
-                        "event_type": e.event_type,
-                        "timestamp": e.timestamp.isoformat(),
-                        "importance": e.importance,
-                        "tags": ",".join(e.tags),
-                    }
-                    for e in group
-                ],
-                ids=[f"episode-{e.id}" for e in group],
-                agent_name=agent,
-                scope=scope,
-            )
-        self.lifecycle.record_overflow(episodes, collection, represented)
+        """The episodic store's overflow sink (see :mod:`omoide.pipelines.overflow`)."""
+        self.overflow(episodes)
 
     def _remove_expired(self, collection: str, doc_ids: Sequence[str]) -> int:
         """Expired cache entries leave through retention, so each deletion is audited."""
         return self.retention.delete_expired(collection, doc_ids)
-
-    def _distilled_into(self, collection: str, ids: list[str]) -> dict[str, str]:
-        """For those of ``ids`` distilled into a live document of ``collection`` whose text
-        holds the episode's own description (the offline extractor quotes its cluster's
-        representative; identical episodes are all quoted): the document's id. An episode
-        the knowledge only paraphrases is not represented by it."""
-        distilled = self.episodic.rows.distilled_into(ids)
-        content = {
-            r["id"]: r["content"]
-            for r in self.semantic.registry.rows(
-                collection, list(dict.fromkeys(r["distilled_into"] for r in distilled))
-            )
-            if r["state"] in ("active", "compressed")
-        }
-        return {
-            r["id"]: r["distilled_into"]
-            for r in distilled
-            if r["distilled_into"] in content
-            and _words(r["description"]) in _words(content[r["distilled_into"]])
-        }
 
     # -- distillation, forgetting, maintenance --------------------------------------------
 
@@ -611,8 +560,3 @@ def _tree_size(path: Path) -> int:
     if not path.exists():
         return 0
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
-
-
-def _words(text: str) -> str:
-    """``text`` with its whitespace runs made single spaces (for containment checks)."""
-    return " ".join(text.split())
