@@ -16,7 +16,6 @@ import json
 import os
 import threading
 import uuid
-from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -32,14 +31,15 @@ from omoide.core.scope import normalize_scope
 from omoide.errors import ConfigError, OmoideError, StoreLockedError
 from omoide.ingest.conversation import AddReport, ConversationIngest
 from omoide.ingest.indexing import DEFAULT_MAX_FILE_BYTES, Indexer, IndexReport, ProgressCallback
-from omoide.layers.episodic.store import EpisodicStore, episode_text
+from omoide.layers.episodic.store import EpisodicStore
 from omoide.layers.procedural import ProceduralMemory
 from omoide.layers.semantic.store import SemanticStore
-from omoide.layers.working import WorkingMemory, promoted_episode_id
+from omoide.layers.working import WorkingMemory, promoted_episode_id, session_count
 from omoide.pipelines.distill import Distiller, DistillReport
 from omoide.pipelines.extraction import Extraction
 from omoide.pipelines.forgetting import ForgetReport, Forgetting, policies_from_config
 from omoide.pipelines.lifecycle import AuditEntry, Lifecycle
+from omoide.pipelines.overflow import Overflow
 from omoide.pipelines.retention import Retention, RetentionReport
 from omoide.pipelines.scheduler import LAST_RUN_KEY, MAINTENANCE_LOCK, MaintenanceReport
 from omoide.providers.embeddings import Embedder, default_embedder
@@ -49,6 +49,7 @@ from omoide.recall.context import Context
 from omoide.recall.log import RecallLog
 from omoide.recall.router import Router
 from omoide.storage import Database, DirectoryLock
+from omoide.storage.chroma import CHROMA_DIR, chroma_client
 from omoide.storage.permissions import private_dir, tighten
 from omoide.storage.secrets import directory_secret
 
@@ -56,7 +57,6 @@ __all__ = ["DEFAULT_DIRECTORY", "Memory", "resolve_path"]
 
 DEFAULT_DIRECTORY = "omoide-data"
 DB_NAME = "omoide.db"
-CHROMA_DIR = "chroma"
 CONFIG_NAME = "omoide.toml"
 
 
@@ -66,27 +66,6 @@ def resolve_path(path: str | os.PathLike[str] | None) -> Path:
         return Path(path)
     env = os.environ.get("OMOIDE_HOME")
     return Path(env) if env else Path.cwd() / DEFAULT_DIRECTORY
-
-
-def _chroma_client(directory: Path, config: Config) -> Any:
-    import chromadb
-    from chromadb.config import Settings
-
-    settings = Settings(anonymized_telemetry=False, allow_reset=False)
-    url = config.semantic.chroma_url
-    if url:
-        from urllib.parse import urlparse
-
-        parsed = urlparse(url)
-        if parsed.scheme not in ("http", "https") or not parsed.hostname:
-            raise ConfigError(f"semantic.chroma_url: expected http(s)://host:port, got {url!r}")
-        return chromadb.HttpClient(
-            host=parsed.hostname,
-            port=parsed.port or (443 if parsed.scheme == "https" else 8000),
-            ssl=parsed.scheme == "https",
-            settings=settings,
-        )
-    return chromadb.PersistentClient(path=str(directory / CHROMA_DIR), settings=settings)
 
 
 class Memory:
@@ -126,7 +105,7 @@ class Memory:
         self._lock.acquire(timeout, clock=self.clock)
         self._closed = False
         self._chroma: Any = None
-        self.db: Database | None = None
+        self._db: Database | None = None
         try:
             self._open(embedder, token_counter, freshness)
             self._open_pipelines(llm)
@@ -143,12 +122,12 @@ class Memory:
         freshness: FreshnessCurve | None,
     ) -> None:
         config = self.config
-        self.db = Database(self.path / DB_NAME, clock=self.clock)
+        self._db = Database(self.path / DB_NAME, clock=self.clock)
         self.embedder = embedder or default_embedder()
         self._check_embedder()
         self.token_counter = token_counter or default_token_counter()
         self.default_scope = normalize_scope(config.default_scope, "default_scope")
-        self._chroma = _chroma_client(self.path, config)
+        self._chroma = chroma_client(self.path, config.semantic)
         self.never_forget = NeverForget(config.never_forget)
         self.semantic = SemanticStore(
             self.db,
@@ -158,6 +137,7 @@ class Memory:
             config=config.semantic,
             default_scope=self.default_scope,
             protection=self.never_forget.document,
+            remove_expired=self._remove_expired,
         )
         self.episodic = EpisodicStore(
             self.db,
@@ -168,6 +148,20 @@ class Memory:
             default_scope=self.default_scope,
             overflow=self._overflow_to_semantic,
             protection=self.never_forget.episode,
+        )
+        # Before anything can write: the overflow sink and expiry hook above audit through it.
+        self.lifecycle = Lifecycle(
+            self.db,
+            episodic=self.episodic,
+            semantic=self.semantic,
+            embedder=self.embedder,
+            clock=self.clock,
+        )
+        #: Where episodes leaving a full episodic store go (the distillation collection).
+        self.overflow = Overflow(self.lifecycle, config.distill.collection)
+        #: Enforces collection retention, caps and cache expiry (run by :meth:`maintain`).
+        self.retention = Retention(
+            self.db, semantic=self.semantic, lifecycle=self.lifecycle, clock=self.clock
         )
         self.procedural = ProceduralMemory(
             self.db, clock=self.clock, config=config.procedural, default_scope=self.default_scope
@@ -182,15 +176,7 @@ class Memory:
         self.semantic.recover()
 
     def _open_pipelines(self, llm: LLM | None) -> None:
-        """Lifecycle, forgetting and distillation; complete what a crash interrupted."""
-        assert self.db is not None
-        self.lifecycle = Lifecycle(
-            self.db,
-            episodic=self.episodic,
-            semantic=self.semantic,
-            embedder=self.embedder,
-            clock=self.clock,
-        )
+        """Forgetting and distillation; complete what a crash interrupted."""
         self.forgetting = Forgetting(
             self.db,
             lifecycle=self.lifecycle,
@@ -209,48 +195,33 @@ class Memory:
             config=self.config.distill,
             llm=llm or llm_from_config(self.config.llm),
         )
-        #: Enforces collection retention, caps and cache expiry (run by :meth:`maintain`).
-        self.retention = Retention(
-            self.db, semantic=self.semantic, lifecycle=self.lifecycle, clock=self.clock
-        )
-        self.semantic.remove_expired = self.retention.delete_expired
         self._protect_new_categories()
         self.distiller.recover()
 
     def _protect_new_categories(self) -> None:
         """Protect existing items that never-forget categories added since the last open match
         (protection is decided at write time; a category added later must reach back)."""
-        assert self.db is not None
         signature = json.dumps(sorted(self.never_forget.categories))
         if self.db.get_meta("never_forget") == signature:
             return
         rule = self.never_forget
         episodes = [
-            (r["rowid"],)
-            for r in self.db.query(
-                "SELECT rowid, event_type, tags, context FROM episodes WHERE protected = 0"
-            )
+            int(r["rowid"])
+            for r in self.episodic.rows.unprotected()
             if rule.episode(r["event_type"], json.loads(r["tags"]), json.loads(r["context"]))
         ]
         documents = [
-            (r["rowid"],)
-            for r in self.db.query(
-                "SELECT rowid, collection, metadata FROM semantic_docs WHERE protected = 0"
-            )
+            int(r["rowid"])
+            for r in self.semantic.registry.unprotected()
             if rule.document(r["collection"], json.loads(r["metadata"]))
         ]
         with self.db.transaction() as conn:
-            conn.executemany("UPDATE episodes SET protected = 1 WHERE rowid = ?", episodes)
-            conn.executemany("UPDATE semantic_docs SET protected = 1 WHERE rowid = ?", documents)
-            conn.execute(
-                "INSERT INTO meta(key, value) VALUES ('never_forget', ?) "
-                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                (signature,),
-            )
+            self.episodic.rows.raise_protection(conn, episodes)
+            self.semantic.registry.raise_protection(conn, documents)
+            self.db.set_meta("never_forget", signature)  # joins this transaction
 
     def _check_embedder(self) -> None:
         """Refuse to mix vectors of two models in one directory."""
-        assert self.db is not None
         identity = f"{self.embedder.name}:{self.embedder.dimension}"
         stored = self.db.get_meta("embedder")
         if stored is None:
@@ -273,7 +244,6 @@ class Memory:
         with self._sessions_lock:
             session = self._sessions.get(key)
             if session is None or (max_tokens is not None and max_tokens != session.max_tokens):
-                assert self.db is not None
                 session = WorkingMemory(
                     self.db,
                     agent_name=agent_name,
@@ -299,7 +269,7 @@ class Memory:
         the next candidate id is used, so an evicted message is never swallowed by an
         episode someone else wrote.
         """
-        assert message.id is not None and self.db is not None
+        assert message.id is not None
         secret = self._promotion_secret
         if secret is None:
             secret = self._promotion_secret = directory_secret(self.db, "promotion")
@@ -309,9 +279,7 @@ class Memory:
         ]
         episode_id = f"wm-{uuid.uuid4().hex[:24]}"
         for candidate in candidates:
-            row = self.db.query_one(
-                "SELECT agent_name, event_type, context FROM episodes WHERE id = ?", (candidate,)
-            )
+            row = self.episodic.rows.row(self.db, candidate)
             if row is None:
                 episode_id = candidate
                 break
@@ -341,63 +309,12 @@ class Memory:
         return episode.id
 
     def _overflow_to_semantic(self, episodes: list[Episode]) -> None:
-        """Hand episodes leaving the episodic store to the semantic layer.
+        """The episodic store's overflow sink (see :mod:`omoide.pipelines.overflow`)."""
+        self.overflow(episodes)
 
-        An episode already distilled into a live knowledge document is represented there: it
-        gets no document of its own (the knowledge names its topic and identifiers; see
-        :mod:`omoide.pipelines.distill`). Every other episode becomes one document. Each hand-over
-        is
-        audited (policy ``capacity``, action ``overflow``) with the whole episode as its
-        snapshot, context included, so nothing is lost on overflow.
-        """
-        collection = self.config.distill.collection
-        represented = self._distilled_into(collection, [e.id for e in episodes])
-        groups: dict[tuple[str, str], list[Episode]] = defaultdict(list)
-        for episode in episodes:
-            if episode.id not in represented:
-                groups[(episode.agent_name, episode.scope)].append(episode)
-        for (agent, scope), group in groups.items():
-            self.semantic.store(
-                collection,
-                [episode_text(e.description, e.outcome) for e in group],
-                [
-                    {
-                        "source": "episodic_overflow",
-                        "episode_id": e.id,
-                        "event_type": e.event_type,
-                        "timestamp": e.timestamp.isoformat(),
-                        "importance": e.importance,
-                        "tags": ",".join(e.tags),
-                    }
-                    for e in group
-                ],
-                ids=[f"episode-{e.id}" for e in group],
-                agent_name=agent,
-                scope=scope,
-            )
-        if hasattr(self, "lifecycle"):
-            self.lifecycle.record_overflow(episodes, collection, represented)
-
-    def _distilled_into(self, collection: str, ids: list[str]) -> dict[str, str]:
-        """For those of ``ids`` distilled into a live document of ``collection`` whose text
-        holds the episode's own description (the offline extractor quotes its cluster's
-        representative; identical episodes are all quoted): the document's id. An episode
-        the knowledge only paraphrases is not represented by it."""
-        found: dict[str, str] = {}
-        assert self.db is not None  # open: called by the episodic store it owns
-        for start in range(0, len(ids), 500):
-            part = ids[start : start + 500]
-            for row in self.db.query(
-                "SELECT e.id, e.description, e.distilled_into, d.content "
-                "FROM episodes e JOIN semantic_docs d "
-                "ON d.collection = ? AND d.id = e.distilled_into "
-                f"WHERE e.id IN ({','.join('?' * len(part))}) "
-                "AND d.state IN ('active', 'compressed')",
-                [collection, *part],
-            ):
-                if _words(row["description"]) in _words(row["content"]):
-                    found[row["id"]] = row["distilled_into"]
-        return found
+    def _remove_expired(self, collection: str, doc_ids: Sequence[str]) -> int:
+        """Expired cache entries leave through retention, so each deletion is audited."""
+        return self.retention.delete_expired(collection, doc_ids)
 
     # -- distillation, forgetting, maintenance --------------------------------------------
 
@@ -490,7 +407,6 @@ class Memory:
         same time (another thread or process) gets StoreLockedError.
         """
         self._check_open()
-        assert self.db is not None
         lock = DirectoryLock(self.path, name=MAINTENANCE_LOCK)
         try:
             lock.acquire(0.0, clock=self.clock)
@@ -644,16 +560,23 @@ class Memory:
     def stats(self) -> dict[str, Any]:
         """Counts per layer and the bytes on disk."""
         self._check_open()
-        assert self.db is not None
         return {
             "path": str(self.path),
-            "working_sessions": int(self.db.scalar("SELECT COUNT(*) FROM working_sessions")),
+            "working_sessions": session_count(self.db),
             "episodes": self.episodic.count(),
             "semantic": {name: self.semantic.count(name) for name in self.semantic.collections},
             "procedures": self.procedural.count(),
             "database_bytes": self.db.size_bytes(),
             "chroma_bytes": _tree_size(self.path / CHROMA_DIR),
         }
+
+    @property
+    def db(self) -> Database:
+        """The SQLite database of the directory (the layers own its tables; see each
+        layer's module). Raises :class:`OmoideError` once this Memory is closed."""
+        if self._db is None or self._closed:
+            raise OmoideError(f"this Memory on {self.path} is closed")
+        return self._db
 
     def _check_open(self) -> None:
         if self._closed:
@@ -670,8 +593,8 @@ class Memory:
         try:
             if self._chroma is not None and hasattr(self._chroma, "close"):
                 self._chroma.close()
-            if self.db is not None:
-                self.db.close()
+            if self._db is not None:
+                self._db.close()
             tighten(self.path)  # files ChromaDB created while open
         finally:
             self._chroma = None
@@ -697,8 +620,3 @@ def _tree_size(path: Path) -> int:
     if not path.exists():
         return 0
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
-
-
-def _words(text: str) -> str:
-    """``text`` with its whitespace runs made single spaces (for containment checks)."""
-    return " ".join(text.split())

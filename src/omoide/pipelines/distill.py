@@ -223,10 +223,7 @@ class Distiller:
         its episodes already distilled into a live document of the collection."""
         threshold = self.config.freshness_threshold
         now = self._clock.now()
-        rows = self._db.query(
-            "SELECT rowid, id, embedding FROM episodes WHERE distilled_at IS NULL "
-            "AND state IN ('active', 'compressed')"
-        )
+        rows = self._episodic.rows.undistilled()
         by_id = {r["id"]: r for r in rows}
         groups: dict[tuple[str, str], list[tuple[Episode, bytes]]] = defaultdict(list)
         for episode in self._fetch([r["id"] for r in rows]):
@@ -235,14 +232,15 @@ class Distiller:
             owner = episode.agent_name if episode.scope == PRIVATE else ""
             groups[(episode.scope, owner)].append((episode, by_id[episode.id]["embedding"]))
         known: dict[tuple[str, str], list[Any]] = defaultdict(list)
-        for row in self._db.query(
-            "SELECT e.id, e.embedding, e.description, e.outcome, e.scope, e.agent_name, "
-            "e.distilled_into FROM episodes e JOIN semantic_docs d "
-            "ON d.collection = ? AND d.id = e.distilled_into "
-            "WHERE e.distilled_at IS NOT NULL AND e.state IN ('active', 'compressed') "
-            "AND d.state IN ('active', 'compressed') ORDER BY e.rowid",
-            (self.config.collection,),
-        ):
+        distilled = self._episodic.rows.distilled()
+        live_docs = {
+            r["id"]
+            for r in self._semantic.registry.rows(
+                self.config.collection, list(dict.fromkeys(r["distilled_into"] for r in distilled))
+            )
+            if r["state"] in ("active", "compressed")
+        }
+        for row in (r for r in distilled if r["distilled_into"] in live_docs):
             owner = row["agent_name"] if row["scope"] == PRIVATE else ""
             if (row["scope"], owner) in groups:
                 known[(row["scope"], owner)].append(row)
@@ -278,7 +276,7 @@ class Distiller:
         out: list[Episode] = []
         for start in range(0, len(ids), 500):
             part = list(ids[start : start + 500])
-            out.extend(self._episodic._fetch(f"id IN ({','.join('?' * len(part))})", part))
+            out.extend(self._episodic.rows.fetch(f"id IN ({','.join('?' * len(part))})", part))
         return out
 
     def _members(self, pool: _Pool, seed: int) -> npt.NDArray[np.intp]:
@@ -347,14 +345,7 @@ class Distiller:
         Returns False when the extractor failed."""
         collection = self.config.collection
         newcomers = [pool.episodes[int(m)] for m in members]
-        present_ids = [
-            r["id"]
-            for r in self._db.query(
-                "SELECT id FROM episodes WHERE distilled_into = ? "
-                "AND state IN ('active', 'compressed') ORDER BY timestamp DESC LIMIT ?",
-                (doc_id, FOLD_SOURCES),
-            )
-        ]
+        present_ids = self._episodic.rows.sources_of(doc_id, FOLD_SOURCES)
         present = self._fetch(present_ids)
         index = pool.known_index
         vectors = np.concatenate(
@@ -370,10 +361,7 @@ class Distiller:
         except LLMError as exc:
             report.skipped.append(SkippedCluster(tuple(sorted(e.id for e in newcomers)), str(exc)))
             return False
-        row = self._db.query_one(
-            "SELECT metadata FROM semantic_docs WHERE collection = ? AND id = ?",
-            (collection, doc_id),
-        )
+        row = self._semantic.registry.row(self._db, collection, doc_id)
         before = json.loads(row["metadata"]) if row is not None else {}
         meta = _merged(before, self._metadata(cluster, knowledge), newcomers)
         if self._write(doc_id, knowledge.summary, meta, [e.id for e in newcomers], pool, report):
@@ -434,25 +422,14 @@ class Distiller:
         }
 
     def _exists(self, collection: str, doc_id: str) -> bool:
-        state = self._db.scalar(
-            "SELECT state FROM semantic_docs WHERE collection = ? AND id = ?",
-            (collection, doc_id),
-        )
-        return state is not None and state != "deleting"
+        row = self._semantic.registry.row(self._db, collection, doc_id)
+        return row is not None and row["state"] != "deleting"
 
     def _mark(self, collection: str, doc_id: str, source_ids: Sequence[str]) -> int:
         """Mark the sources distilled into ``doc_id`` and close its journal entry, atomically."""
         stamp = to_timestamp(self._clock.now())
         with self._db.transaction() as conn:
-            marked = 0
-            for start in range(0, len(source_ids), 500):
-                part = list(source_ids[start : start + 500])
-                cur = conn.execute(
-                    "UPDATE episodes SET distilled_at = ?, distilled_into = ? "
-                    f"WHERE distilled_at IS NULL AND id IN ({','.join('?' * len(part))})",
-                    [stamp, doc_id, *part],
-                )
-                marked += cur.rowcount
+            marked = self._episodic.rows.mark_distilled(conn, source_ids, doc_id, stamp)
             conn.execute(
                 "DELETE FROM distill_journal WHERE collection = ? AND doc_id = ?",
                 (collection, doc_id),

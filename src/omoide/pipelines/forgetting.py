@@ -230,12 +230,7 @@ class Forgetting:
     def _episode_facts(self, now: datetime) -> list[dict[str, Any]]:
         """The facts conditions read, for every live episode (see EPISODIC_FIELDS)."""
         now_ts = to_timestamp(now)
-        rows = self._db.query(
-            "SELECT id, timestamp, agent_name, event_type, description, context, outcome, "
-            "importance, tags, access_count, last_accessed, decay_rate, scope, protected, "
-            "state, distilled_at FROM episodes WHERE state IN ('active', 'compressed') "
-            "ORDER BY timestamp, id"
-        )
+        rows = self._lifecycle.episodic.rows.live()
         items = []
         for r in rows:
             age = max(0.0, (now_ts - r["timestamp"]) / 86400)
@@ -275,12 +270,7 @@ class Forgetting:
     def _document_facts(self, now: datetime) -> list[dict[str, Any]]:
         """The facts conditions read, for every live document (see SEMANTIC_FIELDS)."""
         now_ts = to_timestamp(now)
-        rows = self._db.query(
-            "SELECT collection, id, content, metadata, agent_name, scope, state, protected, "
-            "subject, version, superseded_by, superseded_at, access_count, last_accessed, "
-            "created_at FROM semantic_docs WHERE state IN ('active', 'compressed') "
-            "ORDER BY collection, created_at, id"
-        )
+        rows = self._lifecycle.semantic.registry.live()
         items = []
         for r in rows:
             meta = json.loads(r["metadata"])

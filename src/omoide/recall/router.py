@@ -71,6 +71,7 @@ from omoide.core.validation import check_datetime, check_name, check_positive_in
 from omoide.errors import NotFoundError, UnknownLayerError, ValidationError
 from omoide.layers.episodic.store import episode_text
 from omoide.layers.procedural import trigger_match
+from omoide.layers.working import session_exists
 from omoide.recall.context import (
     Context,
     ContextItem,
@@ -166,11 +167,7 @@ class Router:
 
     def _working(self, agent: str, session: str, now: datetime, plan: Route) -> list[ContextItem]:
         mem = self._mem
-        assert mem.db is not None
-        exists = mem.db.query_one(
-            "SELECT 1 FROM working_sessions WHERE agent_name=? AND session_id=?", (agent, session)
-        )
-        if exists is None:
+        if not session_exists(mem.db, agent, session):
             return []
         wm = mem.working(agent, session)
         items = [
