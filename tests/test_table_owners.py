@@ -38,7 +38,7 @@ OWNERS: dict[str, str] = {
 #: Modules that may name every table: the schema itself.
 SCHEMA = ("storage/migrations",)
 
-#: (module, table) -> strings naming it outside its owner, still to be moved (see module).
+#: (module, table) -> strings naming it outside its owner: the export's snapshot reads only.
 KNOWN: dict[tuple[str, str], int] = {
     # The export reads every table generically, in one snapshot, from these section names.
     ("service/transfer/format", "semantic_docs"): 1,
@@ -47,12 +47,6 @@ KNOWN: dict[tuple[str, str], int] = {
     ("service/transfer/format", "working_sessions"): 1,
     ("service/transfer/format", "working_messages"): 1,
     ("service/transfer/format", "working_pins"): 1,
-    # Modules other people own; to be moved onto the layers' row APIs.
-    ("ingest/indexing", "semantic_docs"): 2,
-    ("service/pipeline_ops", "episodes"): 2,
-    ("service/pipeline_ops", "semantic_docs"): 3,
-    ("service/local", "semantic_docs"): 2,
-    ("service/local", "working_sessions"): 1,
 }
 
 _KEYWORDS = r"(?:FROM|INTO|UPDATE|JOIN|TABLE|ON)"

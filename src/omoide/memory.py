@@ -12,10 +12,8 @@ the semantic registry, audit), ``chroma/`` (ChromaDB's persistent client), an op
 
 from __future__ import annotations
 
-import json
 import os
 import threading
-import uuid
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -25,7 +23,7 @@ from typing import Any
 from omoide.clock import Clock, SystemClock, to_timestamp
 from omoide.core.config import Config
 from omoide.core.freshness import FreshnessCurve
-from omoide.core.models import CollectionStats, Episode, Message
+from omoide.core.models import CollectionStats, Episode
 from omoide.core.protection import NeverForget
 from omoide.core.scope import normalize_scope
 from omoide.errors import ConfigError, OmoideError, StoreLockedError
@@ -34,12 +32,14 @@ from omoide.ingest.indexing import DEFAULT_MAX_FILE_BYTES, Indexer, IndexReport,
 from omoide.layers.episodic.store import EpisodicStore
 from omoide.layers.procedural import ProceduralMemory
 from omoide.layers.semantic.store import SemanticStore
-from omoide.layers.working import WorkingMemory, promoted_episode_id, session_count
+from omoide.layers.working import WorkingMemory, session_count
 from omoide.pipelines.distill import Distiller, DistillReport
 from omoide.pipelines.extraction import Extraction
 from omoide.pipelines.forgetting import ForgetReport, Forgetting, policies_from_config
 from omoide.pipelines.lifecycle import AuditEntry, Lifecycle
 from omoide.pipelines.overflow import Overflow
+from omoide.pipelines.promotion import Promotion
+from omoide.pipelines.protection import reach_back
 from omoide.pipelines.retention import Retention, RetentionReport
 from omoide.pipelines.scheduler import LAST_RUN_KEY, MAINTENANCE_LOCK, MaintenanceReport
 from omoide.providers.embeddings import Embedder, default_embedder
@@ -172,7 +172,9 @@ class Memory:
         self.indexer = Indexer(self.db, self.semantic, clock=self.clock, skip=(self.path,))
         self._sessions: dict[tuple[str, str], WorkingMemory] = {}
         self._sessions_lock = threading.Lock()
-        self._promotion_secret: bytes | None = None
+        self._promotion = Promotion(
+            self.episodic, self.db, lambda: directory_secret(self.db, "promotion")
+        )
         self.semantic.recover()
 
     def _open_pipelines(self, llm: LLM | None) -> None:
@@ -199,26 +201,8 @@ class Memory:
         self.distiller.recover()
 
     def _protect_new_categories(self) -> None:
-        """Protect existing items that never-forget categories added since the last open match
-        (protection is decided at write time; a category added later must reach back)."""
-        signature = json.dumps(sorted(self.never_forget.categories))
-        if self.db.get_meta("never_forget") == signature:
-            return
-        rule = self.never_forget
-        episodes = [
-            int(r["rowid"])
-            for r in self.episodic.rows.unprotected()
-            if rule.episode(r["event_type"], json.loads(r["tags"]), json.loads(r["context"]))
-        ]
-        documents = [
-            int(r["rowid"])
-            for r in self.semantic.registry.unprotected()
-            if rule.document(r["collection"], json.loads(r["metadata"]))
-        ]
-        with self.db.transaction() as conn:
-            self.episodic.rows.raise_protection(conn, episodes)
-            self.semantic.registry.raise_protection(conn, documents)
-            self.db.set_meta("never_forget", signature)  # joins this transaction
+        """Protect existing items that never-forget categories added since the last open match."""
+        reach_back(self.db, self.never_forget, self.episodic.rows, self.semantic.registry)
 
     def _check_embedder(self) -> None:
         """Refuse to mix vectors of two models in one directory."""
@@ -252,61 +236,10 @@ class Memory:
                     config=self.config.working,
                     counter=self.token_counter,
                     clock=self.clock,
-                    promote=self._promote_message,
+                    promote=self._promotion,
                 )
                 self._sessions[key] = session
             return session
-
-    #: Candidate ids tried for one promoted message before falling back to a random one.
-    _PROMOTION_ATTEMPTS = 8
-
-    def _promote_message(self, agent_name: str, session_id: str, message: Message) -> str:
-        """Record an important message leaving working memory as an episode.
-
-        The episode id is keyed by a secret of the directory (see :mod:`omoide.core.ids`), so no
-        agent can create it first; and an id that is taken anyway (an import, an old store)
-        is only reused when it holds this same agent's message of this session — otherwise
-        the next candidate id is used, so an evicted message is never swallowed by an
-        episode someone else wrote.
-        """
-        assert message.id is not None
-        secret = self._promotion_secret
-        if secret is None:
-            secret = self._promotion_secret = directory_secret(self.db, "promotion")
-        candidates = [
-            promoted_episode_id(agent_name, session_id, message.id, secret, attempt)
-            for attempt in range(self._PROMOTION_ATTEMPTS)
-        ]
-        episode_id = f"wm-{uuid.uuid4().hex[:24]}"
-        for candidate in candidates:
-            row = self.episodic.rows.row(self.db, candidate)
-            if row is None:
-                episode_id = candidate
-                break
-            context = json.loads(row["context"])
-            if (
-                row["agent_name"] == agent_name
-                and row["event_type"] == "message"
-                and context.get("source") == "working_memory"
-                and context.get("session_id") == session_id
-            ):
-                return candidate  # this message, promoted before a crash: idempotent
-        episode = self.episodic.record(
-            agent_name,
-            "message",
-            message.content,
-            context={
-                **dict(message.metadata),
-                "role": message.role,
-                "session_id": session_id,
-                "source": "working_memory",
-            },
-            importance=message.importance,
-            tags=["working_memory"],
-            id=episode_id,
-            timestamp=message.created_at,
-        )
-        return episode.id
 
     def _overflow_to_semantic(self, episodes: list[Episode]) -> None:
         """The episodic store's overflow sink (see :mod:`omoide.pipelines.overflow`)."""
@@ -464,14 +397,10 @@ class Memory:
             self.episodic,
             lambda agent, session: self.working(agent, session),
             clock=self.clock,
-            secret=self._conversation_secret,
+            secret=lambda: directory_secret(self.db, "conversation"),
             config=self.config.ingest,
         )
         self._extraction = Extraction(self.distiller.llm, self.semantic, self.config.ingest)
-
-    def _conversation_secret(self) -> bytes:
-        assert self.db is not None
-        return directory_secret(self.db, "conversation")
 
     def add(
         self,
@@ -496,22 +425,20 @@ class Memory:
             stored, notes = self._extraction.run(
                 report.recorded,
                 agent_name=report.agent_name,
-                related=lambda text: self._related(text, report.agent_name),
+                related=lambda text: [  # the knowledge a recall finds, shown to the LLM
+                    item.text
+                    for item in self.recall(
+                        text[:10_000],
+                        agent_name=report.agent_name,
+                        layers=["semantic"],
+                        budget_tokens=self.config.ingest.related_budget_tokens,
+                    ).items
+                ],
                 scope=scope,
             )
             report.extracted += stored
             report.notes += notes
         return report
-
-    def _related(self, text: str, agent_name: str) -> list[str]:
-        """Texts of the knowledge a recall finds for ``text`` (shown to the extracting LLM)."""
-        context = self.recall(
-            text[:10_000],
-            agent_name=agent_name,
-            layers=["semantic"],
-            budget_tokens=self.config.ingest.related_budget_tokens,
-        )
-        return [item.text for item in context.items]
 
     # -- documents and codebases -------------------------------------------------------------
 

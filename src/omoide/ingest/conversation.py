@@ -207,6 +207,7 @@ class ConversationIngest:
         self._working = working
         self._clock = clock
         self._secret = secret
+        self._key: bytes | None = None
         self.config = config
 
     def turns(
@@ -239,7 +240,8 @@ class ConversationIngest:
         else:
             stamp = str(to_timestamp(turn.timestamp)) if turn.explicit_time else ""
             parts = ("turn", turn.role, turn.name or "", turn.content, stamp)
-        return "msg-" + keyed_digest(self._secret(), agent, session, *parts)[:32]
+        self._key = self._key or self._secret()
+        return "msg-" + keyed_digest(self._key, agent, session, *parts)[:32]
 
     def add(
         self,

@@ -101,7 +101,6 @@ class Scheduler:
 
     def last_run(self) -> datetime | None:
         """When maintenance last completed on this store (by any process), if ever."""
-        assert self.memory.db is not None
         value = self.memory.db.get_meta(LAST_RUN_KEY)
         return None if value is None else from_timestamp(float(value))
 

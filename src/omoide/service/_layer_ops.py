@@ -13,10 +13,9 @@ from datetime import datetime
 from typing import Any
 
 from omoide.core.ids import check_client_id
-from omoide.core.scope import reader_predicate
 from omoide.errors import NotFoundError, ValidationError
 from omoide.layers.semantic.store import content_id
-from omoide.layers.working import WorkingMemory
+from omoide.layers.working import WorkingMemory, session_exists
 from omoide.service.caller import OperationsBase, json_dict, store_lock
 
 __all__ = ["LayerOperations"]
@@ -161,15 +160,10 @@ class LayerOperations(OperationsBase):
         """Each collection's policy beside its usage. ``documents`` counts what the caller
         may read; the whole-store figures (states, expired, chunks, usage) are for callers
         who read everything, and ``full`` (the cap reached) is for all."""
-        assert self.mem.db is not None
-        scope_sql, params = reader_predicate(self.caller.reader, self.caller.teams)
         out = []
+        registry = self.mem.semantic.registry
         for stats in self.mem.collection_stats():
-            count = self.mem.db.scalar(
-                f"SELECT COUNT(*) FROM semantic_docs WHERE collection=? AND state='active' "
-                f"AND {scope_sql}",
-                (stats.name, *params),
-            )
+            count = registry.visible_count(stats.name, self.caller.reader, self.caller.teams)
             whole = self.caller.read_all
             out.append(
                 {
@@ -321,14 +315,8 @@ class LayerOperations(OperationsBase):
         self, session_id: str, *, create: bool = True, max_tokens: int | None = None
     ) -> WorkingMemory:
         agent = self._writer()
-        if not create:
-            assert self.mem.db is not None
-            exists = self.mem.db.query_one(
-                "SELECT 1 FROM working_sessions WHERE agent_name=? AND session_id=?",
-                (agent, session_id),
-            )
-            if exists is None:
-                raise NotFoundError("working session", f"{agent}/{session_id}")
+        if not create and not session_exists(self.mem.db, agent, session_id):
+            raise NotFoundError("working session", f"{agent}/{session_id}")
         return self.mem.working(agent, session_id, max_tokens)
 
     def working(

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from omoide.core.scope import reader_predicate, teams_of
+from omoide.core.scope import teams_of
 from omoide.core.validation import check_datetime
 from omoide.errors import AlreadyExistsError, PermissionDeniedError, ValidationError
 from omoide.memory import Memory
@@ -203,24 +203,19 @@ class OperationsBase:
         403 naming its owner (the caller can read that); one it may not read answers 409
         "taken" without an owner, the same whoever holds it: an explicit id is a name in a
         collection-wide namespace, and the refusal tells only that the name is in use."""
-        assert self.mem.db is not None
         self.mem.semantic.count(collection)  # validates the collection name
-        pred, params = reader_predicate(self.caller.reader, self.caller.teams)
+        registry = self.mem.semantic.registry
         for doc_id in ids:
             if not isinstance(doc_id, str):
                 continue  # the store names the bad id
-            row = self.mem.db.query_one(
-                f"SELECT agent_name, {pred} AS readable FROM semantic_docs "
-                "WHERE collection=? AND id=?",
-                (*params, collection, doc_id),
-            )
-            if row is None or self.caller.change_all or row["agent_name"] == self.caller.agent:
+            held = registry.holder(collection, doc_id, self.caller.reader, self.caller.teams)
+            if held is None or self.caller.change_all or held[0] == self.caller.agent:
                 continue
-            if not row["readable"]:
+            if not held[1]:
                 raise AlreadyExistsError(
                     f"document id {doc_id!r} is taken in {collection!r}; choose another id"
                 )
-            self._check_owner("document", f"{collection}/{doc_id}", row["agent_name"])
+            self._check_owner("document", f"{collection}/{doc_id}", held[0])
 
     @staticmethod
     def _refuse_agent_field(fields: Mapping[str, Any], name: str) -> None:

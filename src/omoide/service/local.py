@@ -66,7 +66,6 @@ class LocalOperations(LayerOperations, PipelineOperations):
 
     def _keys(self) -> KeyStore:
         self._require_admin("managing API keys")
-        assert self.mem.db is not None
         return KeyStore(self.mem.db, clock=self.mem.clock)
 
     def add_key(self, agent_name: str, *, admin: bool = False, label: str = "") -> dict[str, Any]:

@@ -80,6 +80,17 @@ class EpisodicRows:
     def exists(self, episode_id: str) -> bool:
         return self._db.scalar("SELECT 1 FROM episodes WHERE id = ?", (episode_id,)) is not None
 
+    def is_visible(self, episode_id: str, reader: str | None, teams: Iterable[str]) -> bool:
+        """Whether ``reader`` may read the episode, whatever its state."""
+        scope_sql, params = reader_predicate(reader, teams)
+        sql = f"SELECT 1 FROM episodes WHERE id = ? AND {scope_sql} LIMIT 1"
+        return self._db.scalar(sql, (episode_id, *params)) is not None
+
+    def owned_by(self, episode_id: str, agent_name: str) -> bool:
+        """Whether ``agent_name`` wrote the episode with this id."""
+        sql = "SELECT 1 FROM episodes WHERE id = ? AND agent_name = ?"
+        return self._db.scalar(sql, (episode_id, agent_name)) is not None
+
     def present(self, ids: Sequence[str]) -> set[str]:
         """Which of ``ids`` are stored."""
         found: set[str] = set()

@@ -63,6 +63,47 @@ class DocumentRegistry:
             params.append(collection)
         return [str(r[0]) for r in self._db.query(sql, params)]
 
+    def holder(
+        self, collection: str, doc_id: str, reader: str | None, reader_teams: Iterable[str]
+    ) -> tuple[str, bool] | None:
+        """Who holds ``doc_id`` in ``collection`` and whether ``reader`` may read it (None:
+        no such document), for the service's owner checks."""
+        scope_sql, params = reader_predicate(reader, reader_teams)
+        row = self._db.query_one(
+            f"SELECT agent_name, {scope_sql} AS readable FROM semantic_docs "
+            "WHERE collection=? AND id=?",
+            (*params, collection, doc_id),
+        )
+        return None if row is None else (str(row["agent_name"]), bool(row["readable"]))
+
+    def owned_collections(
+        self, doc_id: str, agent_name: str, collection: str | None = None
+    ) -> list[str]:
+        """The collections where ``agent_name`` wrote a document with this id."""
+        sql = "SELECT collection FROM semantic_docs WHERE id = ? AND agent_name = ?"
+        params: list[Any] = [doc_id, agent_name]
+        if collection is not None:
+            sql += " AND collection = ?"
+            params.append(collection)
+        return [str(r[0]) for r in self._db.query(sql, params)]
+
+    def visible_count(self, collection: str, reader: str | None, teams: Iterable[str]) -> int:
+        """Active documents of ``collection`` that ``reader`` may read."""
+        scope_sql, params = reader_predicate(reader, teams)
+        count = self._db.scalar(
+            f"SELECT COUNT(*) FROM semantic_docs WHERE collection=? AND state='active' "
+            f"AND {scope_sql}",
+            (collection, *params),
+        )
+        return int(count or 0)
+
+    def is_visible(
+        self, collection: str, doc_id: str, reader: str | None, teams: Iterable[str]
+    ) -> bool:
+        """Whether ``reader`` may read the document, whatever its state."""
+        found = self.holder(collection, doc_id, reader, teams)
+        return found is not None and found[1]
+
     def live(self) -> list[Any]:
         """Every searchable document (its row without content hash or chunk bookkeeping),
         by collection, oldest first."""

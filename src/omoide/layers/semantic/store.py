@@ -121,7 +121,7 @@ class SemanticStore(DocumentQueries):
         self._count_tokens = count_tokens
         self.chunk_tokens = self.config.chunk_tokens or max(16, embedder.max_tokens - 32)
         #: ``cache(url_or_key, content, ttl_days, source)``: outside information with an expiry.
-        self.cache = InformationCache(self, clock)
+        self.cache = InformationCache(self, db, clock)
         #: Removes expired entries for :meth:`purge_expired` (Memory passes an audited one).
         self.remove_expired: Callable[[str, Sequence[str]], int] = remove_expired or self.delete
         self._collections: dict[str, Any] = open_collections(client, self.config)
