@@ -164,6 +164,8 @@ class Indexer:
         gitignore-style patterns relative to the root. ``use_git`` None uses git when the root
         is in a work tree. ``dry_run`` reports what would change and writes nothing.
         ``progress`` is called as files are scanned and indexed (see :class:`ProgressBar`).
+        Long because a run is one sequence — list, scan, plan, remove, write in batches, report —
+        whose steps share the run's counters.
         """
         started = self._clock.monotonic()
         if not isinstance(collection, str) or collection not in self._semantic.collections:

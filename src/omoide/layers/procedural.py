@@ -144,6 +144,8 @@ class ProceduralMemory:
         procedure (see the module's docstring). A taken name raises
         :class:`AlreadyExistsError`, or with ``exist_ok`` returns the stored procedure
         unchanged (use :meth:`evolve` to change it).
+        Long because validation, the trigger checks and the first version's insert belong to one
+        transaction.
         """
         name = check_name("name", name)
         trigger = _check_trigger(trigger)
@@ -198,7 +200,11 @@ class ProceduralMemory:
     ) -> Procedure:
         """Fold one execution's outcome, reported by ``agent_name``, into that agent's figures
         for the current version (EMA, α 0.1); the version's figures become the mean of its
-        agents' figures (the owner's chain included), so no agent outweighs another."""
+        agents' figures (the owner's chain included), so no agent outweighs another.
+
+        Long because the per-agent moving averages and the procedure's figures are updated in one
+        transaction, so they never disagree.
+        """
         name = check_name("name", name)
         quality = check_number("quality_score", quality_score, low=0.0, high=10.0)
         if not isinstance(success, bool):

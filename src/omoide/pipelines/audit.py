@@ -127,6 +127,7 @@ class AuditLog:
 
         With ``reader``, only rows whose snapshot is of an item that agent may read (by the
         owner and scope the item had): a snapshot holds the item's content.
+        Long because each optional filter adds its own SQL clause, in one flat list.
         """
         pred, params = reader_predicate(
             reader,

@@ -107,6 +107,9 @@ class Router:
         layers: Sequence[str] | None = None,
         now: datetime | str | None = None,
     ) -> Context:
+        """One question in, one token-budgeted context out. Long because it is the pipeline's outline
+        (check, route, gather per layer, pack, touch, log), read top to bottom.
+        """
         mem = self._mem
         config = mem.config.router
         query = check_text("query", query, max_chars=MAX_QUERY_CHARS)
@@ -203,6 +206,9 @@ class Router:
     def _episodic(
         self, query: str, agent: str, teams: frozenset[str], now: datetime, plan: Route
     ) -> list[ContextItem]:
+        """Episodes as context items with their score and why. Long because each signal of the
+        documented score (text, meaning, priors, author, time range) adds to the same item in turn.
+        """
         mem = self._mem
         config = mem.config.router
         found = {
@@ -279,6 +285,10 @@ class Router:
     def _semantic(
         self, query: str, agent: str, teams: frozenset[str], plan: Route
     ) -> list[ContextItem]:
+        """Documents as context items with their score and why. Long because each documented signal
+        (words, meaning, versions, identifiers, importance, author, provenance) adjusts the same hit
+        in turn.
+        """
         mem = self._mem
         weight = plan.weights["semantic"]
         items = []

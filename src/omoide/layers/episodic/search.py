@@ -132,6 +132,9 @@ class EpisodeSearch:
         all of them must be present) apply before scoring. ``reader`` limits results to what
         that agent may see. An empty query ranks the filtered episodes by importance and
         freshness alone.
+        Long because the article's formula is computed in one pass over the filtered candidates (SQL
+        filters, full-text and vector relevance, freshness, the final sort), kept together so the
+        formula reads as one.
         """
         query = check_text(
             "query", query, max_chars=self.config.max_description_chars, allow_empty=True

@@ -91,6 +91,8 @@ class DocumentQueries:
         ``reader`` limits results to what that agent may read; filters cannot widen it. With
         ``dedupe`` (default) each document appears once, as its best chunk. Current versions
         rank before superseded ones unless ``current_first`` is False.
+        Long because the filter checks, the Chroma query, expiry and scope filtering and the
+        grouping of chunks into documents are one read path.
         """
         coll = self._collection(collection)
         query_text = check_text("query_text", query_text, max_chars=100_000)

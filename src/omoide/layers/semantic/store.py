@@ -149,6 +149,8 @@ class SemanticStore(DocumentQueries):
         anything is
         written. ``embedded`` holds vectors already made by :meth:`embed_chunks` (so that a
         caller can embed outside its own locks); chunks missing from it are embedded here.
+        Long because validation, owner and capacity checks, supersession and the two-phase write
+        (pending in SQLite, then Chroma, then settle) must happen in this order in one call.
         """
         coll = self._collection(collection)
         docs = self._check_documents(documents)

@@ -51,7 +51,11 @@ def _table_columns(mem: Memory, table: str) -> dict[str, _Column]:
 def parse(
     mem: Memory, lines: Iterable[str | bytes]
 ) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]]]:
-    """Read and validate every line; nothing is written here."""
+    """Read and validate every line; nothing is written here.
+
+    Long because every record kind of the export format is recognised and validated in one pass over
+    the lines.
+    """
     header: dict[str, Any] | None = None
     end: dict[str, Any] | None = None
     records: dict[str, list[dict[str, Any]]] = defaultdict(list)
