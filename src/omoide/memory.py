@@ -121,8 +121,8 @@ class Memory:
         token_counter: TokenCounter | None,
         freshness: FreshnessCurve | None,
     ) -> None:
-        """Open the stores and providers of the data directory. Long because it is the wiring list of
-        the facade: one constructor call per part, in dependency order.
+        """Open the stores and providers of the data directory. Long because it is the wiring
+        list of the facade: one constructor call per part, in dependency order.
         """
         config = self.config
         self._db = Database(self.path / DB_NAME, clock=self.clock)

@@ -107,8 +107,8 @@ class Router:
         layers: Sequence[str] | None = None,
         now: datetime | str | None = None,
     ) -> Context:
-        """One question in, one token-budgeted context out. Long because it is the pipeline's outline
-        (check, route, gather per layer, pack, touch, log), read top to bottom.
+        """One question in, one token-budgeted context out. Long because it is the pipeline's
+        outline (check, route, gather per layer, pack, touch, log), read top to bottom.
         """
         mem = self._mem
         config = mem.config.router

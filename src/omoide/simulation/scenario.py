@@ -208,8 +208,8 @@ class FleetScenario:
         return event
 
     def _agent_event(self, rng: random.Random, day: int, agent: str) -> Event:
-        """One agent's event of a day. Long because it is the scenario's table of event kinds and their
-        probabilities, one branch each.
+        """One agent's event of a day. Long because it is the scenario's table of event kinds
+        and their probabilities, one branch each.
         """
         minute = rng.randrange(480, 1200)
         roll = rng.random()

@@ -210,8 +210,8 @@ class EpisodicStore(EpisodeSearch):
         return [stored[i] for i in ids]
 
     def _validate(self, position: int, item: Mapping[str, Any]) -> dict[str, Any]:
-        """One item's arguments, checked and normalised before anything is written. Long because each
-        field has its own check, in one flat list.
+        """One item's arguments, checked and normalised before anything is written. Long
+        because each field has its own check, in one flat list.
         """
 
         def field(name: str) -> str:
