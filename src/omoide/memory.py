@@ -144,7 +144,9 @@ class Memory:
         self.embedder = embedder or default_embedder()
         self._check_embedder()
         self.token_counter = token_counter or default_token_counter()
-        self.default_scope = normalize_scope(config.default_scope, "default_scope")
+        self.default_scope = normalize_scope(
+            config.default_scope, "default_scope", teams=config.teams
+        )
         self._chroma = _chroma_client(self.path, config)
         self.never_forget = NeverForget(config.never_forget)
         self.semantic = SemanticStore(
@@ -155,6 +157,7 @@ class Memory:
             config=config.semantic,
             default_scope=self.default_scope,
             protection=self.never_forget.document,
+            teams=config.teams,
         )
         self.episodic = EpisodicStore(
             self.db,
@@ -165,9 +168,14 @@ class Memory:
             default_scope=self.default_scope,
             overflow=self._overflow_to_semantic,
             protection=self.never_forget.episode,
+            teams=config.teams,
         )
         self.procedural = ProceduralMemory(
-            self.db, clock=self.clock, config=config.procedural, default_scope=self.default_scope
+            self.db,
+            clock=self.clock,
+            config=config.procedural,
+            default_scope=self.default_scope,
+            teams=config.teams,
         )
         self.recall_log = RecallLog(self.db, clock=self.clock, config=config.router)
         self._router = Router(self)
@@ -371,6 +379,7 @@ class Memory:
                 ids=[f"episode-{e.id}" for e in group],
                 agent_name=agent,
                 scope=scope,
+                known_scope=True,
             )
         if hasattr(self, "lifecycle"):
             self.lifecycle.record_overflow(episodes, collection, represented)

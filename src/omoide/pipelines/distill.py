@@ -10,6 +10,13 @@ candidate pool so that one topic is not split across batches. A cluster of at le
 (``decisions``) with its sources, category and confidence, and its episodes are marked
 distilled. Seeds whose cluster is too small stay candidates: later episodes may join them.
 
+**Chatter is not knowledge.** Episodes below ``distill.min_importance`` (0.3) are never
+candidates: three "standup: nothing new today" notes at 0.2 stay episodes (and are forgotten
+in time) rather than become a "decision". A cluster's category follows its episodes' event
+types (errors → ``error_pattern``, decisions → ``decision_pattern``, ...; notes and messages,
+which name none, → ``observation``). When a run writes nothing, its report's ``reason`` says
+why, with the wait computed from the configured freshness curve.
+
 **One document per topic.** A seed as similar as that to an episode already distilled (and
 still present) joins that episode's knowledge instead of starting a new document: the
 document is extracted again from its sources still present plus the newcomers and rewritten
@@ -54,6 +61,7 @@ import numpy.typing as npt
 
 from omoide.clock import Clock, to_timestamp
 from omoide.core.config import DistillConfig
+from omoide.core.freshness import days_until
 from omoide.core.models import Episode
 from omoide.core.scope import PRIVATE
 from omoide.core.validation import check_positive_int
@@ -107,6 +115,10 @@ class DistillReport:
     seconds: float = 0.0
     #: False when the time budget ran out before every candidate was seen.
     complete: bool = True
+    #: Episodes old enough but below ``distill.min_importance`` (never distilled).
+    low_importance: int = 0
+    #: Why the run wrote no knowledge, in words ("" when it wrote some).
+    reason: str = ""
 
 
 @dataclass
@@ -164,7 +176,7 @@ class Distiller:
         budget = self.config.max_duration_minutes * 60
         report = DistillReport()
         self.recover(report)
-        pools = self._pools()
+        pools = self._pools(report)
         order = sorted(
             (
                 (pool_index, i)
@@ -216,11 +228,49 @@ class Distiller:
                 outcome = self._distill_cluster(cluster, pool, report)
                 failures = 0 if outcome else failures + 1
         report.seconds = self._clock.monotonic() - started
+        report.reason = self._reason(report)
         return report
 
-    def _pools(self) -> list[_Pool]:
+    def _reason(self, report: DistillReport) -> str:
+        """Why ``report`` holds no knowledge, in words ("" when it holds some)."""
+        if report.knowledge_written or report.knowledge_updated or report.knowledge_existing:
+            return ""
+        config = self.config
+        low = (
+            f"; {report.low_importance} old enough episode(s) are below distill.min_importance "
+            f"{config.min_importance:g} and are never distilled"
+            if report.low_importance
+            else ""
+        )
+        if report.candidates:
+            return (
+                f"{report.candidates} candidate(s), no cluster: knowledge needs at least "
+                f"{config.min_episodes_for_cluster} episodes of one scope that say the same "
+                f"(calibrated similarity above {config.similarity_threshold:g}) and name the "
+                f"same identifiers{low}"
+            )
+        decay = self._episodic.config.decay_rate
+        days = days_until(self._episodic.freshness, decay, config.freshness_threshold)
+        after = f"after ~{days:.0f} days" if days is not None else "never, on this curve"
+        row = self._db.query_one(
+            "SELECT COUNT(*) AS n, MIN(timestamp) AS oldest FROM episodes "
+            "WHERE distilled_at IS NULL AND state IN ('active', 'compressed')"
+        )
+        count = int(row["n"]) if row is not None else 0
+        if count and row is not None:
+            age = (to_timestamp(self._clock.now()) - float(row["oldest"])) / 86400
+            held = f"the oldest of {count} undistilled episode(s) is {max(0.0, age):.1f} days old"
+        else:
+            held = "there is no undistilled episode"
+        return (
+            f"0 candidates: episodes become candidates when their freshness falls below "
+            f"{config.freshness_threshold:g} ({after} at decay rate {decay:g}); {held}{low}"
+        )
+
+    def _pools(self, report: DistillReport) -> list[_Pool]:
         """The candidates, grouped by scope (and owner for private scopes), each group with
-        its episodes already distilled into a live document of the collection."""
+        its episodes already distilled into a live document of the collection. Episodes
+        below ``min_importance`` are counted in ``report.low_importance``, not taken."""
         threshold = self.config.freshness_threshold
         now = self._clock.now()
         rows = self._db.query(
@@ -231,6 +281,9 @@ class Distiller:
         groups: dict[tuple[str, str], list[tuple[Episode, bytes]]] = defaultdict(list)
         for episode in self._fetch([r["id"] for r in rows]):
             if self._episodic.freshness_of(episode, now) >= threshold:
+                continue
+            if episode.importance < self.config.min_importance:
+                report.low_importance += 1
                 continue
             owner = episode.agent_name if episode.scope == PRIVATE else ""
             groups[(episode.scope, owner)].append((episode, by_id[episode.id]["embedding"]))
@@ -402,7 +455,13 @@ class Distiller:
             )
         try:
             self._semantic.store(
-                collection, [summary], [meta], ids=[doc_id], agent_name=pool.owner, scope=pool.scope
+                collection,
+                [summary],
+                [meta],
+                ids=[doc_id],
+                agent_name=pool.owner,
+                scope=pool.scope,
+                known_scope=True,
             )
         except OmoideError as exc:
             with self._db.transaction() as conn:

@@ -10,12 +10,15 @@ items (active or compressed; compress skips already compressed ones) whose condi
 Of those, items protected by a never-forget rule, items younger than the grace period, and
 items an earlier policy already claimed are skipped, with the reason. Only then are the
 actions carried out, each audited. ``dry_run=True`` returns the same plan and changes nothing,
-so a dry run reports exactly what a real run would do.
+so a dry run reports exactly what a real run would do. A run that acts on nothing says why
+in its report's ``reason`` (each policy's matches and grace period; the age at which a
+``freshness <`` condition holds, from the configured curve).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -23,7 +26,7 @@ from datetime import datetime
 from typing import Any
 
 from omoide.clock import Clock, to_timestamp
-from omoide.core.freshness import FreshnessCurve
+from omoide.core.freshness import FreshnessCurve, days_until
 from omoide.core.policies import FORGETTABLE_LAYERS, ForgettingPolicy, policies_from_config
 from omoide.core.protection import NeverForget
 from omoide.errors import OmoideError, ValidationError
@@ -92,6 +95,8 @@ class ForgetReport:
     at: datetime
     policies: list[PolicyReport] = field(default_factory=list)
     seconds: float = 0.0
+    #: Why the run acts on nothing, in words ("" when it acts).
+    reason: str = ""
 
     @property
     def plan(self) -> list[PlannedAction]:
@@ -172,7 +177,45 @@ class Forgetting:
                             ItemNote(action.item_id, str(exc), action.collection)
                         )
         report.seconds = self._clock.monotonic() - started
+        if not report.plan:
+            report.reason = self._reason(report)
         return report
+
+    def _reason(self, report: ForgetReport) -> str:
+        """Why no policy acts: what each matched, its grace period, and when the ages its
+        ``freshness <`` conditions wait for come (on the configured curve)."""
+        counts = {
+            "episodic": int(
+                self._db.scalar(
+                    "SELECT COUNT(*) FROM episodes WHERE state IN ('active', 'compressed')"
+                )
+            ),
+            "semantic": int(
+                self._db.scalar(
+                    "SELECT COUNT(*) FROM semantic_docs WHERE state IN ('active', 'compressed')"
+                )
+            ),
+        }
+        parts = []
+        by_name = {p.name: p for p in self._policies}
+        for policy_report in report.policies:
+            policy = by_name.get(policy_report.name)
+            if policy is None:
+                continue
+            text = (
+                f"{policy.name} matched {policy_report.candidates} of "
+                f"{counts[policy.target_layer]} {policy.target_layer} item(s)"
+            )
+            if policy_report.skipped:
+                text += f" and skipped them ({policy_report.skipped[0][1]})"
+            text += f" [{policy.condition}; grace {policy.grace_period_days:g} days]"
+            levels = re.findall(r"\bfreshness\s*<=?\s*([0-9.]+)", policy.condition)
+            for level in levels:
+                days = days_until(self._freshness, self._decay_rate, float(level))
+                if days is not None:
+                    text += f" (freshness {level} comes after ~{days:.0f} days)"
+            parts.append(text)
+        return "nothing to forget: " + ("; ".join(parts) or "no policy is configured")
 
     def plan(self, now: datetime | None = None) -> list[PolicyReport]:
         """What each policy would do now, from one snapshot of the store."""

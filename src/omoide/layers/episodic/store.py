@@ -124,6 +124,7 @@ class EpisodicStore:
         default_scope: str = "global",
         overflow: OverflowSink | None = None,
         protection: ProtectionRule | None = None,
+        teams: Mapping[str, Iterable[str]] | None = None,
     ) -> None:
         self._db = db
         self._embedder = embedder
@@ -133,6 +134,8 @@ class EpisodicStore:
         self._default_scope = default_scope
         self._overflow = overflow
         self._protection = protection
+        #: The configured teams a new scope may name (None: not checked).
+        self._teams = teams
         self._index: VectorMatrix | None = None
         self._index_lock = threading.Lock()
 
@@ -320,7 +323,9 @@ class EpisodicStore:
         )
         scope_value = item.get("scope")
         scope = normalize_scope(
-            self._default_scope if scope_value is None else scope_value, field("scope")
+            self._default_scope if scope_value is None else scope_value,
+            field("scope"),
+            teams=self._teams,
         )
         protected = bool(self._protection and self._protection(event_type, tags, context))
         return dict(

@@ -132,6 +132,7 @@ class SemanticStore:
         count_tokens: Callable[[str], int] | None = None,
         default_scope: str = GLOBAL,
         protection: DocumentProtection | None = None,
+        teams: Mapping[str, Iterable[str]] | None = None,
     ) -> None:
         self._db = db
         self._registry = DocumentRegistry(db, clock)
@@ -141,6 +142,8 @@ class SemanticStore:
         self.config = config or SemanticConfig()
         self._default_scope = default_scope
         self._protection = protection
+        #: The configured teams a new scope may name (None: not checked).
+        self._teams = teams
         if count_tokens is None:
 
             def count_tokens(text: str) -> int:
@@ -207,6 +210,7 @@ class SemanticStore:
         scope: str | Sequence[str] | None = None,
         expires_at: datetime | None = None,
         embedded: Mapping[str, np.ndarray] | None = None,
+        known_scope: bool = False,
     ) -> list[str]:
         """Upsert documents; return their ids (a hash of writer and content unless given).
 
@@ -217,6 +221,9 @@ class SemanticStore:
         anything is
         written. ``embedded`` holds vectors already made by :meth:`embed_chunks` (so that a
         caller can embed outside its own locks); chunks missing from it are embedded here.
+        A scope naming a team the configuration does not define is refused, unless
+        ``known_scope`` says it is the scope of items already stored (overflow, distillation
+        copy it; a team removed from the configuration since must not fail those).
         """
         coll = self._collection(collection)
         docs = self._check_documents(documents)
@@ -239,7 +246,10 @@ class SemanticStore:
         unique: dict[str, tuple[str, dict[str, Any]]] = {}
         for doc_id, doc, meta in zip(doc_ids, docs, clean_metas, strict=True):
             unique[doc_id] = (doc, meta)
-        scope_value = normalize_scope(self._default_scope if scope is None else scope)
+        scope_value = normalize_scope(
+            self._default_scope if scope is None else scope,
+            teams=None if known_scope else self._teams,
+        )
         expires = None
         if expires_at is not None:
             expires = to_timestamp(check_datetime("expires_at", expires_at))
