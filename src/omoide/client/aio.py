@@ -19,20 +19,19 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from omoide.client import calls
-from omoide.client.decode import decode
+from omoide.client.sessions import AsyncWorkingMemory
 from omoide.client.transport import DEFAULT_TIMEOUT, AsyncTransport, server_address
-from omoide.core.models import Episode, Message, Pin, Procedure, ProcedureVersion, QueryHit
+from omoide.core.models import Episode, Procedure, ProcedureVersion, QueryHit
 from omoide.core.models import SemanticDocument as Document
 from omoide.errors import AlreadyExistsError, NotFoundError, ValidationError
 from omoide.ingest.reports import IndexReport
-from omoide.layers.working import Eviction
 from omoide.pipelines.distill import DistillReport
 from omoide.pipelines.forgetting import ForgetReport
 from omoide.pipelines.lifecycle import AuditEntry
 from omoide.pipelines.scheduler import MaintenanceReport
 from omoide.recall.context import Context
 
-__all__ = ["AsyncClient", "AsyncEpisodic", "AsyncProcedural", "AsyncSemantic", "AsyncWorkingMemory"]
+__all__ = ["AsyncClient", "AsyncEpisodic", "AsyncProcedural", "AsyncSemantic"]
 
 T = TypeVar("T")
 
@@ -481,77 +480,3 @@ class AsyncProcedural:
 
     async def history(self, name: str) -> list[ProcedureVersion]:
         return await self._client._run(calls.history(name))
-
-
-class AsyncWorkingMemory:
-    """One session's working memory on the server (see :class:`WorkingMemory`); every read
-    asks the server, so it shows what other processes changed too."""
-
-    def __init__(self, client: AsyncClient, agent_name: str, session_id: str) -> None:
-        self._client = client
-        self.agent_name = agent_name
-        self.session_id = session_id
-
-    async def _view(self) -> dict[str, Any]:
-        return await self._client._run(calls.session(self.session_id))
-
-    @property
-    async def max_tokens(self) -> int:
-        return int((await self._view())["max_tokens"])
-
-    @property
-    async def budgets(self) -> dict[str, int]:
-        return dict((await self._view())["budgets"])
-
-    @property
-    async def messages(self) -> list[Message]:
-        return [decode(Message, m) for m in (await self._view())["messages"]]
-
-    @property
-    async def pins(self) -> list[Pin]:
-        return [decode(Pin, p) for p in (await self._view())["pins"]]
-
-    async def get_slot(self, name: str) -> str | None:
-        slots = (await self._view())["slots"]
-        if name not in slots:
-            raise ValidationError("slot", f"{name!r} is not a text slot ({', '.join(slots)})")
-        value = slots[name]
-        return None if value is None else str(value)
-
-    async def slot_tokens(self) -> dict[str, int]:
-        return dict((await self._view())["slot_tokens"])
-
-    async def total_tokens(self) -> int:
-        return int((await self._view())["total_tokens"])
-
-    async def build_context(self) -> str:
-        """The slots rendered for a prompt."""
-        return str((await self._view())["context"])
-
-    async def add_message(
-        self,
-        message: str | Mapping[str, Any] | Message,
-        *,
-        role: str | None = None,
-        importance: float | None = None,
-        pinned: bool | None = None,
-        metadata: Mapping[str, Any] | None = None,
-    ) -> list[Eviction]:
-        """Append a message; return what it evicted (important ones became episodes)."""
-        fields = calls.message_fields(message, role, importance, pinned, metadata)
-        return await self._client._run(calls.add_message(self.session_id, fields))
-
-    async def set_slot(self, name: str, value: str | None) -> None:
-        await self._client._run(calls.set_slot(self.session_id, name, value))
-
-    async def pin(self, key: str, content: str, reason: str = "") -> Pin:
-        return await self._client._run(calls.pin(self.session_id, key, content, reason))
-
-    async def unpin(self, key: str) -> Pin:
-        return await self._client._run(calls.unpin(self.session_id, key))
-
-    async def clear_messages(self) -> list[Eviction]:
-        return await self._client._run(calls.clear_messages(self.session_id))
-
-    def __repr__(self) -> str:
-        return f"AsyncWorkingMemory({self.agent_name!r}, {self.session_id!r})"
