@@ -18,7 +18,7 @@ from datetime import datetime
 from types import TracebackType
 from typing import Any, TypeVar
 
-from omoide.client import calls
+import omoide.client.calls as calls
 from omoide.client.sessions import AsyncWorkingMemory
 from omoide.client.transport import DEFAULT_TIMEOUT, AsyncTransport, server_address
 from omoide.core.models import Episode, Procedure, ProcedureVersion, QueryHit

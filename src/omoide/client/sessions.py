@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol, TypeVar
 
-from omoide.client import calls
+import omoide.client.calls as calls
 from omoide.client.decode import decode
 from omoide.core.models import Message, Pin
 from omoide.errors import ValidationError

@@ -20,7 +20,7 @@ from datetime import datetime
 from types import TracebackType
 from typing import Any, TypeVar
 
-from omoide.client import calls
+import omoide.client.calls as calls
 from omoide.client.sessions import RemoteWorkingMemory
 from omoide.client.transport import DEFAULT_TIMEOUT, SyncTransport, server_address
 from omoide.core.models import Episode, Procedure, ProcedureVersion, QueryHit

@@ -61,13 +61,13 @@ import numpy.typing as npt
 
 from omoide.clock import Clock, to_timestamp
 from omoide.core.config import DistillConfig
-from omoide.core.freshness import days_until
 from omoide.core.models import Episode
 from omoide.core.scope import PRIVATE
 from omoide.core.validation import check_positive_int
 from omoide.errors import LLMError, OmoideError
 from omoide.layers.episodic.store import EpisodicStore
 from omoide.layers.semantic.store import SemanticStore
+from omoide.pipelines.reports import DistillReport, SkippedCluster, distill_reason
 from omoide.providers.embeddings import Embedder
 from omoide.providers.llm import LLM, Cluster, Knowledge
 from omoide.storage import Database
@@ -83,42 +83,6 @@ def knowledge_id(source_ids: Sequence[str]) -> str:
     """The id of the knowledge distilled from these episodes (order does not matter)."""
     digest = hashlib.sha256("\n".join(sorted(source_ids)).encode("utf-8")).hexdigest()
     return f"distilled-{digest[:32]}"
-
-
-@dataclass(frozen=True)
-class SkippedCluster:
-    """A cluster that produced no knowledge this run, and why (it stays for the next run)."""
-
-    source_ids: tuple[str, ...]
-    reason: str
-
-
-@dataclass
-class DistillReport:
-    """What a distillation run did."""
-
-    #: Episodes eligible at the start of the run.
-    candidates: int = 0
-    #: Clusters of at least ``min_episodes_for_cluster`` episodes found.
-    clusters: int = 0
-    #: Ids of knowledge documents written by this run.
-    knowledge_written: list[str] = field(default_factory=list)
-    #: Ids of knowledge documents found already written (an interrupted run, completed).
-    knowledge_existing: list[str] = field(default_factory=list)
-    #: Ids of existing knowledge documents rewritten with newcomers on their topic.
-    knowledge_updated: list[str] = field(default_factory=list)
-    #: Episodes marked distilled by this run.
-    episodes_marked: int = 0
-    #: Seeds whose cluster was too small (they stay candidates).
-    unclustered: int = 0
-    skipped: list[SkippedCluster] = field(default_factory=list)
-    seconds: float = 0.0
-    #: False when the time budget ran out before every candidate was seen.
-    complete: bool = True
-    #: Episodes old enough but below ``distill.min_importance`` (never distilled).
-    low_importance: int = 0
-    #: Why the run wrote no knowledge, in words ("" when it wrote some).
-    reason: str = ""
 
 
 @dataclass
@@ -235,36 +199,22 @@ class Distiller:
         """Why ``report`` holds no knowledge, in words ("" when it holds some)."""
         if report.knowledge_written or report.knowledge_updated or report.knowledge_existing:
             return ""
-        config = self.config
-        low = (
-            f"; {report.low_importance} old enough episode(s) are below distill.min_importance "
-            f"{config.min_importance:g} and are never distilled"
-            if report.low_importance
-            else ""
-        )
-        if report.candidates:
-            return (
-                f"{report.candidates} candidate(s), no cluster: knowledge needs at least "
-                f"{config.min_episodes_for_cluster} episodes of one scope that say the same "
-                f"(calibrated similarity above {config.similarity_threshold:g}) and name the "
-                f"same identifiers{low}"
-            )
-        decay = self._episodic.config.decay_rate
-        days = days_until(self._episodic.freshness, decay, config.freshness_threshold)
-        after = f"after ~{days:.0f} days" if days is not None else "never, on this curve"
         row = self._db.query_one(
             "SELECT COUNT(*) AS n, MIN(timestamp) AS oldest FROM episodes "
             "WHERE distilled_at IS NULL AND state IN ('active', 'compressed')"
         )
         count = int(row["n"]) if row is not None else 0
+        oldest = None
         if count and row is not None:
-            age = (to_timestamp(self._clock.now()) - float(row["oldest"])) / 86400
-            held = f"the oldest of {count} undistilled episode(s) is {max(0.0, age):.1f} days old"
-        else:
-            held = "there is no undistilled episode"
-        return (
-            f"0 candidates: episodes become candidates when their freshness falls below "
-            f"{config.freshness_threshold:g} ({after} at decay rate {decay:g}); {held}{low}"
+            oldest = (to_timestamp(self._clock.now()) - float(row["oldest"])) / 86400
+        return distill_reason(
+            self.config,
+            candidates=report.candidates,
+            low_importance=report.low_importance,
+            curve=self._episodic.freshness,
+            decay_rate=self._episodic.config.decay_rate,
+            undistilled=count,
+            oldest_days=oldest,
         )
 
     def _pools(self, report: DistillReport) -> list[_Pool]:

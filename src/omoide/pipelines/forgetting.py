@@ -18,7 +18,6 @@ in its report's ``reason`` (each policy's matches and grace period; the age at w
 from __future__ import annotations
 
 import json
-import re
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,11 +25,12 @@ from datetime import datetime
 from typing import Any
 
 from omoide.clock import Clock, to_timestamp
-from omoide.core.freshness import FreshnessCurve, days_until
+from omoide.core.freshness import FreshnessCurve
 from omoide.core.policies import FORGETTABLE_LAYERS, ForgettingPolicy, policies_from_config
 from omoide.core.protection import NeverForget
 from omoide.errors import OmoideError, ValidationError
 from omoide.pipelines.lifecycle import Lifecycle
+from omoide.pipelines.reports import forget_reason
 from omoide.storage import Database
 
 __all__ = [
@@ -182,40 +182,19 @@ class Forgetting:
         return report
 
     def _reason(self, report: ForgetReport) -> str:
-        """Why no policy acts: what each matched, its grace period, and when the ages its
-        ``freshness <`` conditions wait for come (on the configured curve)."""
+        """Why no policy acts (see :func:`~omoide.pipelines.reports.forget_reason`)."""
+        live = "state IN ('active', 'compressed')"
         counts = {
-            "episodic": int(
-                self._db.scalar(
-                    "SELECT COUNT(*) FROM episodes WHERE state IN ('active', 'compressed')"
-                )
-            ),
-            "semantic": int(
-                self._db.scalar(
-                    "SELECT COUNT(*) FROM semantic_docs WHERE state IN ('active', 'compressed')"
-                )
-            ),
+            "episodic": int(self._db.scalar(f"SELECT COUNT(*) FROM episodes WHERE {live}")),
+            "semantic": int(self._db.scalar(f"SELECT COUNT(*) FROM semantic_docs WHERE {live}")),
         }
-        parts = []
         by_name = {p.name: p for p in self._policies}
-        for policy_report in report.policies:
-            policy = by_name.get(policy_report.name)
-            if policy is None:
-                continue
-            text = (
-                f"{policy.name} matched {policy_report.candidates} of "
-                f"{counts[policy.target_layer]} {policy.target_layer} item(s)"
-            )
-            if policy_report.skipped:
-                text += f" and skipped them ({policy_report.skipped[0][1]})"
-            text += f" [{policy.condition}; grace {policy.grace_period_days:g} days]"
-            levels = re.findall(r"\bfreshness\s*<=?\s*([0-9.]+)", policy.condition)
-            for level in levels:
-                days = days_until(self._freshness, self._decay_rate, float(level))
-                if days is not None:
-                    text += f" (freshness {level} comes after ~{days:.0f} days)"
-            parts.append(text)
-        return "nothing to forget: " + ("; ".join(parts) or "no policy is configured")
+        matched = [
+            (by_name[r.name], r.candidates, r.skipped[0][1] if r.skipped else None)
+            for r in report.policies
+            if r.name in by_name
+        ]
+        return forget_reason(matched, counts, curve=self._freshness, decay_rate=self._decay_rate)
 
     def plan(self, now: datetime | None = None) -> list[PolicyReport]:
         """What each policy would do now, from one snapshot of the store."""
