@@ -299,3 +299,34 @@ def test_url_and_key_come_from_the_environment(
     monkeypatch.delenv("OMOIDE_URL")
     with pytest.raises(ValidationError, match="OMOIDE_URL"):
         Client()
+
+
+def _names(requirements: list[str]) -> set[str]:
+    """Distribution names of requirement strings (markers of extras left out)."""
+    import re
+
+    return {
+        re.match(r"[A-Za-z0-9_.-]+", r).group(0).lower().replace("_", "-")  # type: ignore[union-attr]
+        for r in requirements
+        if "extra ==" not in r
+    }
+
+
+def test_the_client_needs_no_extra_and_every_extra_adds_something() -> None:
+    """httpx is declared by the base install (the Client imports it), and no extra consists
+    only of what the base install already brings (as ``[cli]`` = rich, which ChromaDB pulls)."""
+    import tomllib
+    from importlib.metadata import PackageNotFoundError, requires
+
+    pyproject = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
+    base = _names(pyproject["project"]["dependencies"])
+    assert "httpx" in base
+    brought = set(base)
+    for name in base:
+        try:
+            brought |= _names(requires(name) or [])
+        except PackageNotFoundError:
+            continue  # a platform-only dependency (tzdata on Windows)
+    for extra, listed in pyproject["project"]["optional-dependencies"].items():
+        own = _names([r for r in listed if not r.startswith("omoide[")])
+        assert own - brought, f"[{extra}] adds nothing to the base install: {sorted(own)}"
