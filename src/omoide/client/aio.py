@@ -2,7 +2,7 @@
 
 >>> from omoide import AsyncClient
 >>> async def main() -> None:                                       # doctest: +SKIP
-...     async with AsyncClient("http://127.0.0.1:8765", key="omk-...") as mem:
+...     async with AsyncClient("http://127.0.0.1:8765", key="omk_...") as mem:
 ...         await mem.episodic.record("cto", "decision", "価格は¥500から始める")
 ...         context = await mem.recall("pricing decision", agent_name="cto")
 

@@ -1,7 +1,7 @@
 """``omoide.Client``: the library's surface over a running ``omoide serve``.
 
 >>> from omoide import Client
->>> with Client("http://127.0.0.1:8765", key="omk-...") as mem:        # doctest: +SKIP
+>>> with Client("http://127.0.0.1:8765", key="omk_...") as mem:        # doctest: +SKIP
 ...     mem.episodic.record("cto", "decision", "価格は¥500から始める")
 ...     mem.recall("pricing decision", agent_name="cto").render()
 
