@@ -330,3 +330,51 @@ def test_the_client_needs_no_extra_and_every_extra_adds_something() -> None:
     for extra, listed in pyproject["project"]["optional-dependencies"].items():
         own = _names([r for r in listed if not r.startswith("omoide[")])
         assert own - brought, f"[{extra}] adds nothing to the base install: {sorted(own)}"
+
+
+def test_the_clients_have_the_surface_of_the_library() -> None:
+    """Every public method of a client exists in the library with the same parameter names
+    in the same order (the library may take more: ``reader=``, ``touch=``...), and the async
+    client and AsyncMemory have the blocking client's methods."""
+    import inspect
+
+    from omoide import AsyncClient, AsyncMemory
+    from omoide.client import aio, embedded, sessions, sync
+    from omoide.layers.episodic.store import EpisodicStore
+    from omoide.layers.procedural import ProceduralMemory
+    from omoide.layers.semantic.store import SemanticStore
+    from omoide.layers.working import WorkingMemory
+
+    pairs = [
+        (Client, Memory, aio.AsyncClient, AsyncMemory),
+        (sync.RemoteEpisodic, EpisodicStore, aio.AsyncEpisodic, embedded.AsyncEpisodicStore),
+        (sync.RemoteSemantic, SemanticStore, aio.AsyncSemantic, embedded.AsyncSemanticStore),
+        (
+            sync.RemoteProcedural,
+            ProceduralMemory,
+            aio.AsyncProcedural,
+            embedded.AsyncProceduralMemory,
+        ),
+        (
+            sessions.RemoteWorkingMemory,
+            WorkingMemory,
+            sessions.AsyncWorkingMemory,
+            embedded.AsyncWorkingMemory,
+        ),
+    ]
+    own = {"whoami", "close", "connect", "open"}  # a client's or an async object's own
+    attributes = {WorkingMemory: {"budgets", "max_tokens"}}  # set per instance
+    for client, library, async_client, async_memory in pairs:
+        names = {n for n in vars(client) if not n.startswith("_")} - own
+        assert names, client
+        for name in sorted(names):
+            assert hasattr(library, name) or name in attributes.get(library, ()), name
+            assert hasattr(async_client, name), f"{async_client.__name__} has no {name}"
+            assert hasattr(async_memory, name), f"{async_memory.__name__} has no {name}"
+            ours = getattr(client, name)
+            if not callable(ours) or isinstance(ours, property):
+                continue
+            theirs = list(inspect.signature(getattr(library, name)).parameters)
+            mine = list(inspect.signature(ours).parameters)
+            assert [p for p in theirs if p in mine] == mine, (client.__name__, name)
+    assert AsyncClient is aio.AsyncClient
