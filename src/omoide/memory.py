@@ -129,7 +129,9 @@ class Memory:
         self.embedder = embedder or default_embedder()
         self._check_embedder()
         self.token_counter = token_counter or default_token_counter()
-        self.default_scope = normalize_scope(config.default_scope, "default_scope")
+        self.default_scope = normalize_scope(
+            config.default_scope, "default_scope", teams=config.teams
+        )
         self._chroma = chroma_client(self.path, config.semantic)
         self.never_forget = NeverForget(config.never_forget)
         self.semantic = SemanticStore(
@@ -141,6 +143,7 @@ class Memory:
             default_scope=self.default_scope,
             protection=self.never_forget.document,
             remove_expired=self._remove_expired,
+            teams=config.teams,
         )
         self.episodic = EpisodicStore(
             self.db,
@@ -151,6 +154,7 @@ class Memory:
             default_scope=self.default_scope,
             overflow=self._overflow_to_semantic,
             protection=self.never_forget.episode,
+            teams=config.teams,
         )
         # Before anything can write: the overflow sink and expiry hook above audit through it.
         self.lifecycle = Lifecycle(
@@ -167,7 +171,11 @@ class Memory:
             self.db, semantic=self.semantic, lifecycle=self.lifecycle, clock=self.clock
         )
         self.procedural = ProceduralMemory(
-            self.db, clock=self.clock, config=config.procedural, default_scope=self.default_scope
+            self.db,
+            clock=self.clock,
+            config=config.procedural,
+            default_scope=self.default_scope,
+            teams=config.teams,
         )
         self.recall_log = RecallLog(self.db, clock=self.clock, config=config.router)
         self._router = Router(self)

@@ -310,6 +310,7 @@ def _check(config: Config) -> None:
     _positive(d.min_episodes_for_cluster, "distill.min_episodes_for_cluster")
     _unit(d.similarity_threshold, "distill.similarity_threshold")
     _unit(d.freshness_threshold, "distill.freshness_threshold")
+    _unit(d.min_importance, "distill.min_importance")
     if d.max_duration_minutes <= 0:
         raise ConfigError("distill.max_duration_minutes: must be > 0")
     if d.collection not in s.collections:

@@ -116,11 +116,14 @@ class ProceduralMemory:
         clock: Clock,
         config: ProceduralConfig | None = None,
         default_scope: str = "global",
+        teams: Mapping[str, Iterable[str]] | None = None,
     ) -> None:
         self._db = db
         self._clock = clock
         self.config = config or ProceduralConfig()
         self._default_scope = default_scope
+        #: The configured teams a new scope may name (None: not checked).
+        self._teams = teams
 
     # -- writing -----------------------------------------------------------------------
 
@@ -162,7 +165,9 @@ class ProceduralMemory:
             high=10.0,
         )
         owner = "" if agent_name == "" else check_name("agent_name", agent_name)
-        scope_value = normalize_scope(self._default_scope if scope is None else scope)
+        scope_value = normalize_scope(
+            self._default_scope if scope is None else scope, teams=self._teams
+        )
         if owner and scope_value != PRIVATE:
             for field, given in (
                 ("success_rate", success_rate),

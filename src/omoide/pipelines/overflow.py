@@ -51,6 +51,7 @@ class Overflow:
                 ids=[f"episode-{e.id}" for e in group],
                 agent_name=agent,
                 scope=scope,
+                known_scope=True,  # the scope the episode was stored with
             )
         self._lifecycle.record_overflow(episodes, collection, represented)
 

@@ -90,6 +90,7 @@ class EpisodicStore(EpisodeSearch):
         default_scope: str = "global",
         overflow: OverflowSink | None = None,
         protection: ProtectionRule | None = None,
+        teams: Mapping[str, Iterable[str]] | None = None,
     ) -> None:
         self._db = db
         #: The row API of the episodic tables, for the pipelines (lifecycle, transfer).
@@ -101,6 +102,8 @@ class EpisodicStore(EpisodeSearch):
         self._default_scope = default_scope
         self._overflow = overflow
         self._protection = protection
+        #: The configured teams a new scope may name (None: not checked).
+        self._teams = teams
         self._index: VectorMatrix | None = None
         self._index_lock = threading.Lock()
 
@@ -275,7 +278,9 @@ class EpisodicStore(EpisodeSearch):
         )
         scope_value = item.get("scope")
         scope = normalize_scope(
-            self._default_scope if scope_value is None else scope_value, field("scope")
+            self._default_scope if scope_value is None else scope_value,
+            field("scope"),
+            teams=self._teams,
         )
         protected = bool(self._protection and self._protection(event_type, tags, context))
         return dict(

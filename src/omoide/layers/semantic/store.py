@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -101,6 +101,7 @@ class SemanticStore(DocumentQueries):
         default_scope: str = GLOBAL,
         protection: DocumentProtection | None = None,
         remove_expired: Callable[[str, Sequence[str]], int] | None = None,
+        teams: Mapping[str, Iterable[str]] | None = None,
     ) -> None:
         self._db = db
         self._registry = DocumentRegistry(db, clock)
@@ -112,6 +113,8 @@ class SemanticStore(DocumentQueries):
         self.config = config or SemanticConfig()
         self._default_scope = default_scope
         self._protection = protection
+        #: The configured teams a new scope may name (None: not checked).
+        self._teams = teams
         if count_tokens is None:
 
             def count_tokens(text: str) -> int:
@@ -139,6 +142,7 @@ class SemanticStore(DocumentQueries):
         scope: str | Sequence[str] | None = None,
         expires_at: datetime | None = None,
         embedded: Mapping[str, np.ndarray] | None = None,
+        known_scope: bool = False,
     ) -> list[str]:
         """Upsert documents; return their ids (a hash of writer and content unless given).
 
@@ -149,6 +153,10 @@ class SemanticStore(DocumentQueries):
         anything is
         written. ``embedded`` holds vectors already made by :meth:`embed_chunks` (so that a
         caller can embed outside its own locks); chunks missing from it are embedded here.
+        A scope naming a team the configuration does not define is refused, unless
+        ``known_scope`` says it is the scope of items already stored (overflow, distillation
+        copy it; a team removed from the configuration since must not fail those).
+
         Long because validation, owner and capacity checks, supersession and the two-phase write
         (pending in SQLite, then Chroma, then settle) must happen in this order in one call.
         """
@@ -173,7 +181,10 @@ class SemanticStore(DocumentQueries):
         unique: dict[str, tuple[str, dict[str, Any]]] = {}
         for doc_id, doc, meta in zip(doc_ids, docs, clean_metas, strict=True):
             unique[doc_id] = (doc, meta)
-        scope_value = normalize_scope(self._default_scope if scope is None else scope)
+        scope_value = normalize_scope(
+            self._default_scope if scope is None else scope,
+            teams=None if known_scope else self._teams,
+        )
         expires = None
         if expires_at is not None:
             expires = to_timestamp(check_datetime("expires_at", expires_at))
