@@ -23,7 +23,7 @@ from typing import Any
 from omoide.clock import Clock, SystemClock, to_timestamp
 from omoide.core.config import Config
 from omoide.core.freshness import FreshnessCurve
-from omoide.core.models import CollectionStats, Episode
+from omoide.core.models import CollectionStats
 from omoide.core.protection import NeverForget
 from omoide.core.scope import normalize_scope
 from omoide.errors import ConfigError, OmoideError, StoreLockedError
@@ -142,7 +142,8 @@ class Memory:
             config=config.semantic,
             default_scope=self.default_scope,
             protection=self.never_forget.document,
-            remove_expired=self._remove_expired,
+            # expired cache entries leave through retention, so each deletion is audited
+            remove_expired=lambda coll, ids: self.retention.delete_expired(coll, ids),
             teams=config.teams,
         )
         self.episodic = EpisodicStore(
@@ -152,7 +153,7 @@ class Memory:
             config=config.episodic,
             freshness=freshness,
             default_scope=self.default_scope,
-            overflow=self._overflow_to_semantic,
+            overflow=lambda episodes: self.overflow(episodes),  # see pipelines.overflow
             protection=self.never_forget.episode,
             teams=config.teams,
         )
@@ -251,14 +252,6 @@ class Memory:
                 )
                 self._sessions[key] = session
             return session
-
-    def _overflow_to_semantic(self, episodes: list[Episode]) -> None:
-        """The episodic store's overflow sink (see :mod:`omoide.pipelines.overflow`)."""
-        self.overflow(episodes)
-
-    def _remove_expired(self, collection: str, doc_ids: Sequence[str]) -> int:
-        """Expired cache entries leave through retention, so each deletion is audited."""
-        return self.retention.delete_expired(collection, doc_ids)
 
     # -- distillation, forgetting, maintenance --------------------------------------------
 
@@ -403,15 +396,25 @@ class Memory:
     # -- conversations ------------------------------------------------------------------------
 
     def _open_ingest(self) -> None:
-        """Conversation ingest, and extraction with the distiller's LLM (when it can chat)."""
+        """Conversation ingest, extracting with the distiller's LLM (when it can chat) and
+        showing it the knowledge a recall finds for the new turns."""
         self._conversation = ConversationIngest(
             self.episodic,
             lambda agent, session: self.working(agent, session),
             clock=self.clock,
             secret=lambda: directory_secret(self.db, "conversation"),
             config=self.config.ingest,
+            extraction=Extraction(self.distiller.llm, self.semantic, self.config.ingest),
+            related=lambda text, agent: [
+                item.text
+                for item in self.recall(
+                    text[:10_000],
+                    agent_name=agent,
+                    layers=["semantic"],
+                    budget_tokens=self.config.ingest.related_budget_tokens,
+                ).items
+            ],
         )
-        self._extraction = Extraction(self.distiller.llm, self.semantic, self.config.ingest)
 
     def add(
         self,
@@ -429,27 +432,9 @@ class Memory:
         See :mod:`omoide.ingest.conversation` and :mod:`omoide.pipelines.extraction`.
         """
         self._check_open()
-        report = self._conversation.add(
+        return self._conversation.add(
             messages, agent_name=agent_name, session_id=session_id, timestamp=timestamp, scope=scope
         )
-        if report.recorded and self._extraction.enabled:
-            stored, notes = self._extraction.run(
-                report.recorded,
-                agent_name=report.agent_name,
-                related=lambda text: [  # the knowledge a recall finds, shown to the LLM
-                    item.text
-                    for item in self.recall(
-                        text[:10_000],
-                        agent_name=report.agent_name,
-                        layers=["semantic"],
-                        budget_tokens=self.config.ingest.related_budget_tokens,
-                    ).items
-                ],
-                scope=scope,
-            )
-            report.extracted += stored
-            report.notes += notes
-        return report
 
     # -- documents and codebases -------------------------------------------------------------
 

@@ -41,6 +41,7 @@ from omoide.core.validation import check_datetime, check_name
 from omoide.errors import NotFoundError, TokenBudgetError, ValidationError
 from omoide.layers.episodic.store import EpisodicStore
 from omoide.layers.working import WorkingMemory
+from omoide.pipelines.extraction import Extraction
 
 __all__ = [
     "MAX_MESSAGES",
@@ -202,6 +203,8 @@ class ConversationIngest:
         clock: Clock,
         secret: Callable[[], bytes],
         config: IngestConfig,
+        extraction: Extraction | None = None,
+        related: Callable[[str, str], Sequence[str]] | None = None,
     ) -> None:
         self._episodic = episodic
         self._working = working
@@ -209,6 +212,8 @@ class ConversationIngest:
         self._secret = secret
         self._key: bytes | None = None
         self.config = config
+        self._extraction = extraction
+        self._related = related or (lambda text, agent: [])
 
     def turns(
         self, messages: Any, timestamp: datetime | str | None
@@ -291,6 +296,15 @@ class ConversationIngest:
             else:
                 report.recorded.append(episode)
         self._remember(agent, session, report)
+        if report.recorded and self._extraction is not None and self._extraction.enabled:
+            extracted, notes = self._extraction.run(
+                report.recorded,
+                agent_name=agent,
+                related=lambda text: self._related(text, agent),
+                scope=scope,
+            )
+            report.extracted += extracted
+            report.notes += notes
         return report
 
     def _existing(self, ids: Sequence[str], agent: str) -> list[Episode]:
