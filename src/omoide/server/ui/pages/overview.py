@@ -1,0 +1,209 @@
+"""The overview: per layer and per agent, counts and sizes; growth over time; the last
+maintenance runs; collection caps and how close each is."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from omoide.clock import from_timestamp
+from omoide.pipelines.scheduler import LAST_RUN_KEY
+from omoide.server.ui.charts import bar_chart, line_chart, meter
+from omoide.server.ui.html import Safe, badge, el, join, link, table, url
+from omoide.server.ui.reads import maintenance_runs
+from omoide.server.ui.view import Page, View, when
+
+__all__ = ["overview"]
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return str(n)
+
+
+def _layers(stats: dict[str, Any]) -> Safe:
+    layers = stats["layers"]
+    rows = [
+        (
+            "working",
+            f"{layers['working']['sessions']:,} sessions",
+            f"{layers['working']['message_tokens']:,} tokens",
+        ),
+        (
+            "episodic",
+            f"{layers['episodic']['episodes']:,} episodes",
+            _size(layers["episodic"]["bytes"]),
+        ),
+        (
+            "semantic",
+            f"{layers['semantic']['documents']:,} documents",
+            _size(layers["semantic"]["bytes"]),
+        ),
+        (
+            "procedural",
+            f"{layers['procedural']['procedures']:,} procedures",
+            _size(layers["procedural"]["bytes"]),
+        ),
+    ]
+    return table(["Layer", "Items", "Size"], rows, numeric=(1, 2))
+
+
+def _agents(stats: dict[str, Any]) -> Safe:
+    rows = [
+        (
+            link(a["agent"] or "(none)", url("/ui/episodes", agent=a["agent"])),
+            f"{a['episodes']:,}",
+            f"{a['documents']:,}",
+            f"{a['procedures']:,}",
+            f"{a['sessions']:,}",
+            _size(a["episode_bytes"] + a["document_bytes"] + a["procedure_bytes"]),
+        )
+        for a in stats["agents"]
+    ]
+    headers = ["Agent", "Episodes", "Documents", "Procedures", "Sessions", "Size"]
+    return table(headers, rows, numeric=(1, 2, 3, 4, 5), empty="No memories yet.")
+
+
+def _collections(view: View) -> Safe:
+    rows = []
+    for c in view.ops.collections():
+        used = c["usage"] * c["max_docs"] if c["usage"] is not None else c["documents"]
+        rows.append(
+            (
+                link(c["name"], url("/ui/knowledge", c["name"])),
+                c["purpose"],
+                f"{c['documents']:,}",
+                f"{c['max_docs']:,}",
+                join(
+                    [meter(used, c["max_docs"]), " ", badge("full", "warn") if c["full"] else None]
+                ),
+                c["on_full"],
+            )
+        )
+    note = (
+        None
+        if view.admin
+        else el(
+            "p",
+            "Documents you may read; the fill is of those (an admin key sees the whole store).",
+            class_="hint",
+        )
+    )
+    headers = ["Collection", "Purpose", "Documents", "Cap", "Fill", "When full"]
+    return join([table(headers, rows, numeric=(2, 3)), note])
+
+
+def _growth(view: View) -> Safe:
+    labels, series = view.reads.growth()
+    return line_chart(
+        "Items you can read, accumulated per day",
+        labels,
+        [(name, values) for name, values in series.items()],
+    )
+
+
+def _runs(view: View, entries: list[dict[str, Any]]) -> Safe:
+    parts: list[Safe] = []
+    state = view.app_state
+    background = getattr(state, "maintenance", None) if state is not None else None
+    if view.admin and background is not None:
+        reports = list(background.scheduler.reports)[-10:][::-1]
+        rows = [
+            (
+                when(r.started_at),
+                f"{r.seconds:.1f} s",
+                f"{len(r.distill.knowledge_written)} written, {len(r.distill.knowledge_updated)} "
+                f"updated, {r.distill.episodes_marked} episodes",
+                f"{sum(len(p.acted) for p in r.forget.policies)}",
+                f"{len(r.retention.actions) if r.retention else 0}",
+            )
+            for r in reports
+        ]
+        parts.append(
+            table(
+                ["Started", "Took", "Distilled", "Forgotten", "Collection policies"],
+                rows,
+                numeric=(1, 3, 4),
+                caption="Runs of this server process",
+                empty="No maintenance has run in this server process yet.",
+            )
+        )
+    assert view.mem.db is not None
+    last = view.mem.db.get_meta(LAST_RUN_KEY)
+    parts.append(
+        el(
+            "p",
+            "Last maintenance: ",
+            el("strong", when(from_timestamp(float(last))) if last else "never"),
+        )
+    )
+    audit_rows = [
+        (
+            link(when(r["last"]), url("/ui/forgetting", run_id=r["run_id"])),
+            el("code", r["run_id"][:12]),
+            join(
+                [el("span", f"{k} × {v}", class_="chip") for k, v in sorted(r["actions"].items())],
+                " ",
+            ),
+            f"{r['seconds']:.1f} s",
+        )
+        for r in maintenance_runs(entries)
+    ]
+    parts.append(
+        table(
+            ["When", "Run", "What it did", "Span of actions"],
+            audit_rows,
+            numeric=(3,),
+            caption="Runs in the audit log (what you may read of them)",
+            empty="The audit log is empty: nothing has been forgotten.",
+        )
+    )
+    return join(parts)
+
+
+def overview(view: View) -> Page:
+    stats = view.ops.stats()
+    entries = view.ops.audit(limit=1000)
+    per_day = Counter(e["at"][:10] for e in entries)
+    days = sorted(per_day)
+    me = view.ops.whoami()
+    scope = (
+        "every scope (admin key)"
+        if view.admin
+        else (
+            "its own items, global ones, and those shared with it"
+            + (f" or its teams ({', '.join(me['teams'])})" if me["teams"] else "")
+        )
+    )
+    body = join(
+        [
+            el(
+                "p",
+                "Signed in as ",
+                el("strong", me["agent"] or "operator"),
+                f": this view shows {scope}.",
+                class_="lead",
+            ),
+            el(
+                "div",
+                el("section", el("h2", "Layers"), _layers(stats), class_="card"),
+                el("section", el("h2", "Agents"), _agents(stats), class_="card"),
+                class_="grid",
+            ),
+            el(
+                "section",
+                el("h2", "Growth"),
+                _growth(view),
+                bar_chart(
+                    "Forgetting actions per day (audit log)", days, [per_day[d] for d in days]
+                ),
+                class_="card",
+            ),
+            el("section", el("h2", "Collections and caps"), _collections(view), class_="card"),
+            el("section", el("h2", "Maintenance"), _runs(view, entries), class_="card"),
+        ]
+    )
+    return Page("Overview", body, section="/ui")
