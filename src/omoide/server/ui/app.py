@@ -41,13 +41,13 @@ from omoide.service.local import Caller, LocalOperations
 __all__ = ["SECURITY_HEADERS", "dashboard_router"]
 
 #: Sent with every dashboard response: nothing but this origin's stylesheet and forms, no
-#: framing, no referrer (ids are in URLs), no caching of pages that show memories.
+#: framing, no referrer to other sites (ids are in URLs), no caching of pages that show memories.
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; style-src 'self'; img-src 'self' data:; "
     "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
     "X-Content-Type-Options": "nosniff",
     "X-Frame-Options": "DENY",
-    "Referrer-Policy": "no-referrer",
+    "Referrer-Policy": "same-origin",
     "Cache-Control": "no-store",
 }
 
@@ -169,6 +169,7 @@ class Dashboard:
             token, _ = await anyio.to_thread.run_sync(self.sessions.sign_in, form.get("key", ""))
         except AuthenticationError:
             return _login_page("That key was not accepted.", target, status=401)
+        self.sessions.sign_out(request.cookies.get(COOKIE))  # a new sign-in, a new session
         response = _redirect(target)
         self._cookie(response, token, request)
         return response

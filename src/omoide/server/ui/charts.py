@@ -18,11 +18,21 @@ LEFT, RIGHT, TOP, BOTTOM = 44, 12, 12, 28
 
 
 def _scale(values: Sequence[float]) -> float:
+    """The top of the y axis: a round number at or above the largest value (a multiple of
+    4 for whole numbers, so that the four grid steps are whole too)."""
     top = max([*values, 0.0])
     if top <= 0:
-        return 1.0
+        return 4.0
+    if top < 1:
+        return top
     step = 10 ** max(0, len(str(int(top))) - 1)
-    return float(-(-top // step) * step) if top >= 1 else top
+    top = float(-(-top // step) * step)
+    whole = all(float(v).is_integer() for v in values)
+    return float(4 * -(-top // 4)) if whole else top
+
+
+def _tick(value: float) -> str:
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:.1f}"
 
 
 def _frame(title: str, top: float, labels: Sequence[str], body: list[Safe]) -> Safe:
@@ -34,9 +44,8 @@ def _frame(title: str, top: float, labels: Sequence[str], body: list[Safe]) -> S
         grid.append(
             el("line", x1=LEFT, x2=WIDTH - RIGHT, y1=f"{y:.1f}", y2=f"{y:.1f}", class_="gridline")
         )
-        text = f"{value:.2f}" if top < 4 else f"{value:,.0f}"
         grid.append(
-            el("text", text, x=LEFT - 6, y=f"{y + 4:.1f}", class_="axis", text_anchor="end")
+            el("text", _tick(value), x=LEFT - 6, y=f"{y + 4:.1f}", class_="axis", text_anchor="end")
         )
     n = len(labels)
     marks = sorted({0, n // 2, n - 1}) if n else []
@@ -107,13 +116,14 @@ def bar_chart(title: str, labels: Sequence[str], values: Sequence[float]) -> Saf
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
     n = len(labels)
     width = plot_w / n
+    bar = min(width * 0.7, 48.0)
     body = [
         el(
             "rect",
             el("title", f"{label}: {value:g}"),
-            x=f"{LEFT + width * i + width * 0.15:.1f}",
+            x=f"{LEFT + width * (i + 0.5) - bar / 2:.1f}",
             y=f"{TOP + plot_h * (1 - value / top):.1f}",
-            width=f"{width * 0.7:.1f}",
+            width=f"{bar:.1f}",
             height=f"{plot_h * value / top:.1f}",
             class_="bar",
         )

@@ -21,6 +21,7 @@ __all__ = [
     "hidden",
     "join",
     "link",
+    "plural",
     "pretty_json",
     "short",
     "table",
@@ -104,6 +105,11 @@ def short(text: Any, limit: int = 140) -> str:
     """``text`` on one line, cut to ``limit`` characters."""
     flat = " ".join(str(text or "").split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def plural(count: int, noun: str) -> str:
+    """``1 episode``, ``2 episodes`` (thousands separated)."""
+    return f"{count:,} {noun}" if count == 1 else f"{count:,} {noun}s"
 
 
 def pretty_json(value: Any) -> Safe:

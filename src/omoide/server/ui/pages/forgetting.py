@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from omoide.errors import NotFoundError, ValidationError
-from omoide.server.ui.html import Safe, badge, el, hidden, join, link, short, table, url
+from omoide.server.ui.html import Safe, badge, el, hidden, join, link, plural, short, table, url
 from omoide.server.ui.pages.episodes import episode_badges
 from omoide.server.ui.view import Page, View, csrf_form, when
 
@@ -163,13 +163,26 @@ def _never_forget(view: View) -> Safe:
     )
 
 
-def _plan(report: dict[str, Any]) -> Safe:
+def _text_of(view: View, layer: str, collection: str, item_id: str) -> str:
+    """A readable item's text, cut short ("" when the caller may not read it)."""
+    now = _current(view, layer, collection, item_id)
+    if now is None:
+        return ""
+    return short(now.get("description") or now.get("document") or "", 90)
+
+
+def _plan(view: View, report: dict[str, Any]) -> Safe:
     blocks = []
     for p in report["policies"]:
         rows = [
             (
                 badge(a["action"], a["action"]),
-                _item_link(a["layer"], a["collection"], a["item_id"], ""),
+                _item_link(
+                    a["layer"],
+                    a["collection"],
+                    a["item_id"],
+                    _text_of(view, a["layer"], a["collection"], a["item_id"]),
+                ),
                 short(a["reason"], 140),
             )
             for a in p["acted"]
@@ -179,7 +192,7 @@ def _plan(report: dict[str, Any]) -> Safe:
                 badge("never-forget", "protected")
                 if "protect" in reason or "never" in reason
                 else badge("kept", "kept"),
-                _item_link(p["layer"], "", item_id, ""),
+                _item_link(p["layer"], "", item_id, _text_of(view, p["layer"], "", item_id)),
                 short(reason, 140),
             )
             for item_id, reason in p["skipped"]
@@ -201,7 +214,7 @@ def _plan(report: dict[str, Any]) -> Safe:
         el("h2", "Dry run: what tonight's run would do"),
         el(
             "p",
-            f"{report['acted']} actions planned; nothing was changed.",
+            f"{plural(report['acted'], 'action')} planned; nothing was changed.",
             class_="notice ok",
             role="status",
         ),
@@ -218,7 +231,7 @@ def forgetting(view: View, report: dict[str, Any] | None = None) -> Page:
             el("p", "Restored; the audit log below shows it.", class_="notice ok", role="status")
             if restored == "1"
             else None,
-            _plan(report) if report is not None else None,
+            _plan(view, report) if report is not None else None,
             el(
                 "section",
                 el("h2", "Policies"),

@@ -233,7 +233,13 @@ def document_page(view: View) -> Page:
             el(
                 "section",
                 el("h2", "History"),
-                history_table(view.ops.audit(d["id"], layer="semantic")),
+                history_table(
+                    [
+                        e
+                        for e in view.ops.audit(d["id"], layer="semantic")
+                        if e["collection"] == collection
+                    ]
+                ),
                 class_="card",
             ),
             el(

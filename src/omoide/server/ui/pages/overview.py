@@ -9,7 +9,7 @@ from typing import Any
 from omoide.clock import from_timestamp
 from omoide.pipelines.scheduler import LAST_RUN_KEY
 from omoide.server.ui.charts import bar_chart, line_chart, meter
-from omoide.server.ui.html import Safe, badge, el, join, link, table, url
+from omoide.server.ui.html import Safe, badge, el, join, link, plural, table, url
 from omoide.server.ui.reads import maintenance_runs
 from omoide.server.ui.view import Page, View, when
 
@@ -29,22 +29,22 @@ def _layers(stats: dict[str, Any]) -> Safe:
     rows = [
         (
             "working",
-            f"{layers['working']['sessions']:,} sessions",
+            plural(layers["working"]["sessions"], "session"),
             f"{layers['working']['message_tokens']:,} tokens",
         ),
         (
             "episodic",
-            f"{layers['episodic']['episodes']:,} episodes",
+            plural(layers["episodic"]["episodes"], "episode"),
             _size(layers["episodic"]["bytes"]),
         ),
         (
             "semantic",
-            f"{layers['semantic']['documents']:,} documents",
+            plural(layers["semantic"]["documents"], "document"),
             _size(layers["semantic"]["bytes"]),
         ),
         (
             "procedural",
-            f"{layers['procedural']['procedures']:,} procedures",
+            plural(layers["procedural"]["procedures"], "procedure"),
             _size(layers["procedural"]["bytes"]),
         ),
     ]
@@ -171,11 +171,11 @@ def overview(view: View) -> Page:
     days = sorted(per_day)
     me = view.ops.whoami()
     scope = (
-        "every scope (admin key)"
+        "every scope (an admin key)"
         if view.admin
         else (
-            "its own items, global ones, and those shared with it"
-            + (f" or its teams ({', '.join(me['teams'])})" if me["teams"] else "")
+            "your own items, global ones, and those shared with you"
+            + (f" or your teams ({', '.join(me['teams'])})" if me["teams"] else "")
         )
     )
     body = join(

@@ -99,9 +99,33 @@ def _log(view: View) -> Safe:
         for r in view.reads.recalls(agent=agent, limit=30)
     ]
     note = "Every recall is logged; an agent sees its own, an admin everyone's."
+    chooser = None
+    if view.admin:
+        chooser = el(
+            "form",
+            el(
+                "label",
+                "Agent",
+                el(
+                    "select",
+                    el("option", "any", value=""),
+                    *(
+                        el("option", a, value=a, selected=a == agent)
+                        for a in view.reads.known_agents()
+                    ),
+                    name="agent",
+                ),
+                class_="field",
+            ),
+            el("button", "Show", type="submit"),
+            method="get",
+            action="/ui/recall#log",
+            class_="filters",
+        )
     return join(
         [
             el("p", note, class_="hint"),
+            chooser,
             table(
                 ["When", "Agent", "Question", "Items", "Tokens"],
                 rows,
@@ -151,7 +175,7 @@ def playground(view: View) -> Page:
     body = join(
         [
             el("section", el("h2", "Ask"), _form(view), class_="card"),
-            el("section", el("h2", "Recall log"), _log(view), class_="card"),
+            el("section", el("h2", "Recall log"), _log(view), class_="card", id="log"),
         ]
     )
     return Page("Recall", body, section="/ui/recall")
@@ -198,7 +222,7 @@ def ask(view: View) -> Page:
                 class_="card",
                 id="result",
             ),
-            el("section", el("h2", "Recall log"), _log(view), class_="card"),
+            el("section", el("h2", "Recall log"), _log(view), class_="card", id="log"),
         ]
     )
     return Page("Recall", body, section="/ui/recall")
