@@ -105,7 +105,8 @@ def line_chart(
 
 
 def join_chart(chart: Safe, legend: list[Safe]) -> Safe:
-    return Safe(chart + (el("ul", *legend, class_="legend") if len(legend) > 1 else ""))
+    """A chart and, for more than one series, its legend, as one block."""
+    return el("div", chart, el("ul", *legend, class_="legend") if len(legend) > 1 else None)
 
 
 def bar_chart(title: str, labels: Sequence[str], values: Sequence[float]) -> Safe:

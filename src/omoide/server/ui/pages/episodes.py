@@ -158,7 +158,9 @@ def recalls_table(view: View, item_id: str, layer: str) -> Safe:
 
 
 def history_table(entries: list[dict[str, Any]]) -> Safe:
-    rows = [(when(e["at"]), e["action"], e["policy"], e["reason"]) for e in entries]
+    rows = [
+        (when(e["at"]), badge(e["action"], e["action"]), e["policy"], e["reason"]) for e in entries
+    ]
     return table(
         ["When", "Action", "Policy", "Why"],
         rows,

@@ -96,12 +96,22 @@ def _collections(view: View) -> Safe:
     return join([table(headers, rows, numeric=(2, 3)), note])
 
 
-def _growth(view: View) -> Safe:
+def _growth(view: View, entries: list[dict[str, Any]]) -> Safe:
+    """Items accumulated per day, and forgetting actions per day over the same days."""
     labels, series = view.reads.growth()
-    return line_chart(
-        "Items you can read, accumulated per day",
-        labels,
-        [(name, values) for name, values in series.items()],
+    per_day = Counter(e["at"][:10] for e in entries)
+    days = sorted({*labels, *per_day})
+    return el(
+        "div",
+        line_chart(
+            "Items you can read, accumulated per day",
+            labels,
+            [(name, values) for name, values in series.items()],
+        ),
+        bar_chart(
+            "Forgetting actions per day (audit log)", days, [per_day.get(d, 0) for d in days]
+        ),
+        class_="grid charts",
     )
 
 
@@ -167,8 +177,6 @@ def _runs(view: View, entries: list[dict[str, Any]]) -> Safe:
 def overview(view: View) -> Page:
     stats = view.ops.stats()
     entries = view.ops.audit(limit=1000)
-    per_day = Counter(e["at"][:10] for e in entries)
-    days = sorted(per_day)
     me = view.ops.whoami()
     scope = (
         "every scope (an admin key)"
@@ -196,10 +204,7 @@ def overview(view: View) -> Page:
             el(
                 "section",
                 el("h2", "Growth"),
-                _growth(view),
-                bar_chart(
-                    "Forgetting actions per day (audit log)", days, [per_day[d] for d in days]
-                ),
+                _growth(view, entries),
                 class_="card",
             ),
             el("section", el("h2", "Collections and caps"), _collections(view), class_="card"),
