@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -21,8 +21,10 @@ __all__ = [
     "hidden",
     "join",
     "link",
+    "pager",
     "plural",
     "pretty_json",
+    "select_field",
     "short",
     "table",
     "url",
@@ -105,6 +107,34 @@ def short(text: Any, limit: int = 140) -> str:
     """``text`` on one line, cut to ``limit`` characters."""
     flat = " ".join(str(text or "").split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def select_field(
+    name: str, label: str, options: Iterable[str], current: str | None, *, anything: str = "any"
+) -> Safe:
+    """A labelled drop-down of ``options`` (the first entry, ``anything``, selects none)."""
+    return el(
+        "label",
+        label,
+        el(
+            "select",
+            el("option", anything, value="") if anything else None,
+            *(el("option", o, value=o, selected=o == current) for o in options),
+            name=name,
+        ),
+        class_="field",
+    )
+
+
+def pager(href: Callable[[int], str], offset: int, size: int, more: bool) -> Safe:
+    """Links to the newer and older page of a list shown ``size`` at a time."""
+    return el(
+        "p",
+        link("← Newer", href(max(0, offset - size))) if offset else None,
+        " ",
+        link("Older →", href(offset + size)) if more else None,
+        class_="pager",
+    )
 
 
 def plural(count: int, noun: str) -> str:

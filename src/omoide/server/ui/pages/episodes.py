@@ -14,7 +14,9 @@ from omoide.server.ui.html import (
     el,
     join,
     link,
+    pager,
     pretty_json,
+    select_field,
     short,
     table,
     url,
@@ -39,20 +41,6 @@ def episode_badges(e: dict[str, Any]) -> Safe:
     )
 
 
-def _select(name: str, label: str, options: list[str], current: str) -> Safe:
-    return el(
-        "label",
-        label,
-        el(
-            "select",
-            el("option", "any", value=""),
-            *(el("option", o, value=o, selected=o == current) for o in options),
-            name=name,
-        ),
-        class_="field",
-    )
-
-
 def _filters(view: View, f: EpisodeFilter) -> Safe:
     agents, types, tags = view.reads.episode_facets()
     return el(
@@ -69,10 +57,10 @@ def _filters(view: View, f: EpisodeFilter) -> Safe:
             ),
             class_="field wide",
         ),
-        _select("agent", "Agent", agents, f.agent),
-        _select("event_type", "Event type", types, f.event_type),
-        _select("tag", "Tag", tags, f.tag),
-        _select("state", "State", list(EPISODE_STATES), f.state),
+        select_field("agent", "Agent", agents, f.agent),
+        select_field("event_type", "Event type", types, f.event_type),
+        select_field("tag", "Tag", tags, f.tag),
+        select_field("state", "State", list(EPISODE_STATES), f.state),
         el("label", "From", el("input", type="date", name="since", value=f.since), class_="field"),
         el("label", "To", el("input", type="date", name="until", value=f.until), class_="field"),
         el("button", "Filter", type="submit"),
@@ -112,16 +100,11 @@ def episodes(view: View) -> Page:
         for e in found[:PAGE_SIZE]
     ]
     params = {k: v for k, v in vars(f).items() if v}
-    pager = join(
-        [
-            link("← Newer", url("/ui/episodes", **params, offset=max(0, offset - PAGE_SIZE)))
-            if offset
-            else None,
-            link("Older →", url("/ui/episodes", **params, offset=offset + PAGE_SIZE))
-            if len(found) > PAGE_SIZE
-            else None,
-        ],
-        " ",
+    more = pager(
+        lambda at: url("/ui/episodes", **params, offset=at),
+        offset,
+        PAGE_SIZE,
+        len(found) > PAGE_SIZE,
     )
     body = join(
         [
@@ -132,7 +115,7 @@ def episodes(view: View) -> Page:
                 rows,
                 empty="No episode matches.",
             ),
-            el("p", pager, class_="pager"),
+            more,
         ]
     )
     return Page("Episodes", body, section="/ui/episodes")

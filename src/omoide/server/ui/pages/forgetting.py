@@ -6,7 +6,19 @@ from __future__ import annotations
 from typing import Any
 
 from omoide.errors import NotFoundError, ValidationError
-from omoide.server.ui.html import Safe, badge, el, hidden, join, link, plural, short, table, url
+from omoide.server.ui.html import (
+    Safe,
+    badge,
+    el,
+    hidden,
+    join,
+    link,
+    plural,
+    select_field,
+    short,
+    table,
+    url,
+)
 from omoide.server.ui.pages.episodes import episode_badges
 from omoide.server.ui.view import Page, View, csrf_form, when
 
@@ -65,6 +77,25 @@ def _restore_button(view: View, e: dict[str, Any], now: dict[str, Any] | None) -
     )
 
 
+def _audit_filters(filters: dict[str, str | None]) -> Safe:
+    return el(
+        "form",
+        select_field("action", "Action", ACTIONS, filters["action"]),
+        select_field("layer", "Layer", ("episodic", "semantic"), filters["layer"]),
+        el(
+            "label",
+            "Since",
+            el("input", type="date", name="since", value=filters["since"] or ""),
+            class_="field",
+        ),
+        hidden("run_id", filters["run_id"]) if filters["run_id"] else None,
+        el("button", "Filter", type="submit"),
+        method="get",
+        action="/ui/forgetting#audit",
+        class_="filters",
+    )
+
+
 def _audit(view: View) -> Safe:
     filters = {k: view.arg(k) or None for k in ("action", "layer", "run_id", "since")}
     entries = view.ops.audit(limit=view.int_arg("limit", 100, low=1, high=1000), **filters)
@@ -89,45 +120,7 @@ def _audit(view: View) -> Safe:
                 _restore_button(view, e, seen[place]),
             )
         )
-    form = el(
-        "form",
-        el(
-            "label",
-            "Action",
-            el(
-                "select",
-                el("option", "any", value=""),
-                *(el("option", a, value=a, selected=a == filters["action"]) for a in ACTIONS),
-                name="action",
-            ),
-            class_="field",
-        ),
-        el(
-            "label",
-            "Layer",
-            el(
-                "select",
-                el("option", "any", value=""),
-                *(
-                    el("option", a, value=a, selected=a == filters["layer"])
-                    for a in ("episodic", "semantic")
-                ),
-                name="layer",
-            ),
-            class_="field",
-        ),
-        el(
-            "label",
-            "Since",
-            el("input", type="date", name="since", value=filters["since"] or ""),
-            class_="field",
-        ),
-        hidden("run_id", filters["run_id"] or "") if filters["run_id"] else None,
-        el("button", "Filter", type="submit"),
-        method="get",
-        action="/ui/forgetting#audit",
-        class_="filters",
-    )
+    form = _audit_filters(filters)
     return join(
         [
             form,

@@ -13,6 +13,7 @@ from omoide.server.ui.html import (
     el,
     join,
     link,
+    pager,
     pretty_json,
     short,
     table,
@@ -125,14 +126,8 @@ def _subjects(view: View, collection: str) -> Safe:
     return join(blocks)
 
 
-def collection_page(view: View) -> Page:
-    collection = view.path["collection"]
-    view.mem.semantic.count(collection)  # an unknown collection is a 404 / 422 here
-    state = view.arg("state", "active")
-    state = state if state in STATES else "active"
-    offset = view.int_arg("offset", 0)
-    docs = _docs(view, collection, state, limit=PAGE_SIZE + 1, offset=offset)
-    tabs = el(
+def _tabs(collection: str, state: str) -> Safe:
+    return el(
         "ul",
         *(
             el(
@@ -147,6 +142,16 @@ def collection_page(view: View) -> Page:
         ),
         class_="tabs",
     )
+
+
+def collection_page(view: View) -> Page:
+    collection = view.path["collection"]
+    view.mem.semantic.count(collection)  # an unknown collection is a 404 / 422 here
+    state = view.arg("state", "active")
+    state = state if state in STATES else "active"
+    offset = view.int_arg("offset", 0)
+    docs = _docs(view, collection, state, limit=PAGE_SIZE + 1, offset=offset)
+    tabs = _tabs(collection, state)
     rows = [
         (
             link(short(d["document"], 120), url("/ui/knowledge", collection, d["id"])),
@@ -157,21 +162,11 @@ def collection_page(view: View) -> Page:
         )
         for d in docs[:PAGE_SIZE]
     ]
-    pager = join(
-        [
-            link(
-                "← Newer",
-                url("/ui/knowledge", collection, state=state, offset=max(0, offset - PAGE_SIZE)),
-            )
-            if offset
-            else None,
-            link(
-                "Older →", url("/ui/knowledge", collection, state=state, offset=offset + PAGE_SIZE)
-            )
-            if len(docs) > PAGE_SIZE
-            else None,
-        ],
-        " ",
+    more = pager(
+        lambda at: url("/ui/knowledge", collection, state=state, offset=at),
+        offset,
+        PAGE_SIZE,
+        len(docs) > PAGE_SIZE,
     )
     body = join(
         [
@@ -191,7 +186,7 @@ def collection_page(view: View) -> Page:
                     rows,
                     empty=f"No {state} document you may read.",
                 ),
-                el("p", pager, class_="pager"),
+                more,
                 class_="card",
             ),
         ]

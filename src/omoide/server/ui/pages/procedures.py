@@ -3,8 +3,21 @@ the service lets change the procedure: its owner)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from omoide.server.ui.charts import line_chart
-from omoide.server.ui.html import badge, definition_list, el, hidden, join, link, short, table, url
+from omoide.server.ui.html import (
+    Safe,
+    badge,
+    definition_list,
+    el,
+    hidden,
+    join,
+    link,
+    short,
+    table,
+    url,
+)
 from omoide.server.ui.pages.episodes import recalls_table
 from omoide.server.ui.view import Page, View, csrf_form, when
 
@@ -38,12 +51,8 @@ def _may_change(view: View, owner: str) -> bool:
     return caller.change_all or (bool(owner) and owner == caller.agent)
 
 
-def procedure_page(view: View) -> Page:
-    name = view.path["name"]
-    p = view.ops.get_procedure(name)
-    versions = view.ops.procedure_history(name)
-    outcomes = view.reads.procedure_outcomes(name)
-    can_roll = _may_change(view, p["agent_name"])
+def _versions(view: View, name: str, versions: list[dict[str, Any]], can_roll: bool) -> Safe:
+    """Every version, newest first, with a rollback button where the caller may use it."""
     rows = []
     for v in sorted(versions, key=lambda v: v["version"], reverse=True):
         action = (
@@ -68,15 +77,35 @@ def procedure_page(view: View) -> Page:
                 action,
             )
         )
-    labels = [f"#{i + 1} v{o['version']}" for i, o in enumerate(outcomes)]
-    chart = line_chart(
+    hint = (
+        None
+        if can_roll
+        else el(
+            "p",
+            "Only the procedure's owner may roll it back (as through the REST API).",
+            class_="hint",
+        )
+    )
+    headers = ["Version", "Template", "Success", "Quality", "Runs", "Created", ""]
+    return join([hint, table(headers, rows, numeric=(2, 3, 4))])
+
+
+def _outcomes_chart(outcomes: list[dict[str, Any]]) -> Safe:
+    return line_chart(
         "Reported outcomes: quality (0–10) and success (0 or 10)",
-        labels,
+        [f"#{i + 1} v{o['version']}" for i, o in enumerate(outcomes)],
         [
             ("quality", [o["quality_score"] for o in outcomes]),
             ("success", [10.0 if o["success"] else 0.0 for o in outcomes]),
         ],
     )
+
+
+def procedure_page(view: View) -> Page:
+    name = view.path["name"]
+    p = view.ops.get_procedure(name)
+    versions = view.ops.procedure_history(name)
+    can_roll = _may_change(view, p["agent_name"])
     rolled = view.arg("rolled")
     notice = f"Rolled back to version {rolled}." if rolled.isdigit() else None
     fields = definition_list(
@@ -90,15 +119,7 @@ def procedure_page(view: View) -> Page:
             ("Updated", when(p["last_updated"])),
         ]
     )
-    hint = (
-        None
-        if can_roll
-        else el(
-            "p",
-            "Only the procedure's owner may roll it back (as through the REST API).",
-            class_="hint",
-        )
-    )
+    chart = _outcomes_chart(view.reads.procedure_outcomes(name))
     body = join(
         [
             el("p", link("← Procedures", "/ui/procedures")),
@@ -108,12 +129,7 @@ def procedure_page(view: View) -> Page:
             el(
                 "section",
                 el("h2", "Versions"),
-                hint,
-                table(
-                    ["Version", "Template", "Success", "Quality", "Runs", "Created", ""],
-                    rows,
-                    numeric=(2, 3, 4),
-                ),
+                _versions(view, name, versions, can_roll),
                 class_="card",
             ),
             el(

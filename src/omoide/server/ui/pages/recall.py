@@ -8,7 +8,7 @@ from typing import Any
 
 from omoide.core.models import LAYERS
 from omoide.recall.log import RecallRecord
-from omoide.server.ui.html import Safe, el, hidden, join, link, short, table, url
+from omoide.server.ui.html import Safe, el, hidden, join, link, select_field, short, table, url
 from omoide.server.ui.view import Page, View, when
 from omoide.service.local import Caller, LocalOperations
 
@@ -17,42 +17,36 @@ __all__ = ["ask", "playground", "recall_record"]
 MAX_QUESTION = 2_000
 
 
-def _form(view: View, question: str = "", as_agent: str = "") -> Safe:
+def _who(view: View, as_agent: str) -> Safe:
+    """Admins choose the agent to ask as; an agent asks as itself."""
+    if not view.admin:
+        return el("p", "Asking as ", el("strong", view.agent), class_="muted")
     agents = view.reads.known_agents()
-    chosen = as_agent or view.agent
-    who = (
+    return select_field("as_agent", "Ask as", agents, as_agent or view.agent, anything="")
+
+
+def _layers(view: View) -> Safe:
+    """A checkbox per layer (all checked until a form says otherwise)."""
+    boxes = [
         el(
             "label",
-            "Ask as",
             el(
-                "select",
-                *(el("option", a, value=a, selected=a == chosen) for a in agents),
-                name="as_agent",
+                "input",
+                type="checkbox",
+                name=f"layer_{name}",
+                value="1",
+                checked=not view.form or view.form.get(f"layer_{name}") == "1",
             ),
-            class_="field",
+            name,
         )
-        if view.admin
-        else el("p", "Asking as ", el("strong", view.agent), class_="muted")
-    )
-    layers = el(
-        "fieldset",
-        el("legend", "Layers"),
-        *(
-            el(
-                "label",
-                el(
-                    "input",
-                    type="checkbox",
-                    name=f"layer_{name}",
-                    value="1",
-                    checked=not view.form or view.form.get(f"layer_{name}") == "1",
-                ),
-                name,
-            )
-            for name in LAYERS
-        ),
-        class_="layers",
-    )
+        for name in LAYERS
+    ]
+    return el("fieldset", el("legend", "Layers"), *boxes, class_="layers")
+
+
+def _form(view: View, question: str = "", as_agent: str = "") -> Safe:
+    who = _who(view, as_agent)
+    layers = _layers(view)
     return el(
         "form",
         hidden("csrf", view.csrf),
