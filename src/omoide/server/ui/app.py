@@ -145,7 +145,10 @@ class Dashboard:
         if len(body) > MAX_FORM_BYTES:
             return None
         text = body.decode("utf-8", "replace")
-        return dict(parse_qsl(text, keep_blank_values=True, max_num_fields=100))
+        try:
+            return dict(parse_qsl(text, keep_blank_values=True, max_num_fields=100))
+        except ValueError:  # more fields than any form of the dashboard has
+            return None
 
     def _cookie(self, response: Response, token: str, request: Request) -> None:
         response.set_cookie(
@@ -178,7 +181,7 @@ class Dashboard:
         form = await self._form(request) or {}
         token = request.cookies.get(COOKIE)
         try:
-            session, _ = self.sessions.resolve(token)
+            session, _ = await anyio.to_thread.run_sync(self.sessions.resolve, token)
         except (AuthenticationError, NotFoundError):
             return _redirect("/ui/login")
         if not (_same_origin(request) and self.sessions.csrf_ok(session, form.get("csrf"))):
