@@ -99,6 +99,8 @@ def pages(site: Site) -> list[str]:
         "/ui",
         "/ui/episodes",
         "/ui/episodes?state=active&tag=pricing&since=2026-01-01&until=2026-12-31&text=%C2%A5",
+        "/ui/episodes?text=staging+password+price&meaning=1",
+        "/ui/episodes?text=CTO&meaning=1&state=active&until=2026-12-31",
         f"/ui/episodes/{site.ids['episode']}",
         "/ui/knowledge",
         "/ui/knowledge/knowledge",
@@ -276,8 +278,11 @@ def test_text_is_escaped_and_private_items_are_absent(site: Site) -> None:
     assert client.get("/ui/knowledge/knowledge/cto-secret").status_code == 404
     for path in pages(site):
         assert SECRET not in client.get(path).text, path
+    ranked = client.get("/ui/episodes?text=price&meaning=1").text
+    assert "価格は¥500" in ranked
     admin = site.signed_in("admin")
     assert SECRET in admin.get("/ui/episodes").text
+    assert SECRET in admin.get("/ui/episodes?text=staging+password&meaning=1").text
     assert SECRET in admin.get("/ui/knowledge/knowledge/cto-secret").text
 
 

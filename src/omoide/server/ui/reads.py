@@ -118,6 +118,27 @@ class Reads:
                 continue  # changed scope in between
         return found
 
+    def search_episodes(self, filters: EpisodeFilter, *, limit: int) -> list[dict[str, Any]]:
+        """The live episodes that best answer ``filters.text`` by meaning and words (the
+        service's ranked search), within the other filters."""
+        filters.where()  # the same checks as the list
+        until = None
+        if filters.until:
+            until = check_datetime("until", filters.until)
+            until += timedelta(days=1) if len(filters.until) == 10 else timedelta(0)
+        found = self.ops.search_episodes(
+            filters.text,
+            agent_name=filters.agent or None,
+            event_type=filters.event_type or None,
+            since=filters.since or None,
+            until=until,
+            tags=[filters.tag] if filters.tag else None,
+            top_k=limit,
+        )
+        if filters.state:
+            found = [e for e in found if _in_state(e, filters.state)]
+        return found
+
     def episode_facets(self) -> tuple[list[str], list[str], list[str]]:
         """The agents, event types and tags of the episodes the caller may read."""
         pred, params = self._scope()
@@ -261,6 +282,15 @@ class Reads:
             return [self.caller.agent or ""]
         names = {k["agent_name"] for k in self.ops.list_keys()}
         return sorted(names)
+
+
+def _in_state(episode: dict[str, Any], state: str) -> bool:
+    """Whether a (searched, so live) episode is in one of :data:`EPISODE_STATES`."""
+    if state == "distilled":
+        return episode["distilled_at"] is not None
+    if state == "protected":
+        return bool(episode["protected"])
+    return bool(episode["state"] == state)
 
 
 def maintenance_runs(entries: Sequence[dict[str, Any]], limit: int = 10) -> list[dict[str, Any]]:

@@ -57,6 +57,18 @@ def _filters(view: View, f: EpisodeFilter) -> Safe:
             ),
             class_="field wide",
         ),
+        el(
+            "label",
+            el(
+                "input",
+                type="checkbox",
+                name="meaning",
+                value="1",
+                checked=bool(view.arg("meaning")),
+            ),
+            " by meaning (ranked)",
+            class_="check",
+        ),
         select_field("agent", "Agent", agents, f.agent),
         select_field("event_type", "Event type", types, f.event_type),
         select_field("tag", "Tag", tags, f.tag),
@@ -84,7 +96,10 @@ def episodes(view: View) -> Page:
     )
     offset = view.int_arg("offset", 0)
     try:
-        found = view.reads.episodes(f, limit=PAGE_SIZE + 1, offset=offset)
+        if f.text and view.arg("meaning"):
+            found, offset = view.reads.search_episodes(f, limit=PAGE_SIZE), 0
+        else:
+            found = view.reads.episodes(f, limit=PAGE_SIZE + 1, offset=offset)
         problem = None
     except ValidationError as exc:
         found, problem = [], el("p", str(exc), class_="notice error", role="alert")
