@@ -325,6 +325,8 @@ class ServerConfig:
     #: can make the server read its machine's files. The local operator (the CLI on a
     #: directory, the library) may index any folder.
     index_roots: tuple[str, ...] = ()
+    #: The web dashboard under ``/ui`` (signed in with the same API keys); false turns it off.
+    dashboard: bool = True
 
 
 @dataclass(frozen=True)

@@ -199,14 +199,10 @@ class Distiller:
         """Why ``report`` holds no knowledge, in words ("" when it holds some)."""
         if report.knowledge_written or report.knowledge_updated or report.knowledge_existing:
             return ""
-        row = self._db.query_one(
-            "SELECT COUNT(*) AS n, MIN(timestamp) AS oldest FROM episodes "
-            "WHERE distilled_at IS NULL AND state IN ('active', 'compressed')"
-        )
-        count = int(row["n"]) if row is not None else 0
+        count, first = self._episodic.rows.undistilled_span()
         oldest = None
-        if count and row is not None:
-            oldest = (to_timestamp(self._clock.now()) - float(row["oldest"])) / 86400
+        if count and first is not None:
+            oldest = (to_timestamp(self._clock.now()) - first) / 86400
         return distill_reason(
             self.config,
             candidates=report.candidates,

@@ -183,10 +183,12 @@ class Forgetting:
 
     def _reason(self, report: ForgetReport) -> str:
         """Why no policy acts (see :func:`~omoide.pipelines.reports.forget_reason`)."""
-        live = "state IN ('active', 'compressed')"
+        live = ("active", "compressed")
+        episodic = self._lifecycle.episodic
+        documents = self._lifecycle.semantic.registry.counts()
         counts = {
-            "episodic": int(self._db.scalar(f"SELECT COUNT(*) FROM episodes WHERE {live}")),
-            "semantic": int(self._db.scalar(f"SELECT COUNT(*) FROM semantic_docs WHERE {live}")),
+            "episodic": sum(episodic.count(state=state) for state in live),
+            "semantic": sum(n for (_, state), n in documents.items() if state in live),
         }
         by_name = {p.name: p for p in self._policies}
         matched = [

@@ -51,6 +51,7 @@ from omoide.server.auth import caller_for_key, safe_text
 from omoide.server.limits import BodyLimitMiddleware, check_request_text
 from omoide.server.pipeline_routes import pipeline_routers
 from omoide.server.routing import PREFIX, route, strict_query
+from omoide.server.ui import mount_dashboard
 from omoide.service.local import LocalOperations
 
 __all__ = ["DEFAULT_PORT", "STATUS_CODES", "create_app", "serve", "status_of"]
@@ -402,7 +403,12 @@ def _problem_response(problems: list[dict[str, Any]]) -> JSONResponse:
 
 
 def create_app(
-    mem: Memory, *, mcp: bool = True, host: str = "127.0.0.1", maintenance: bool = False
+    mem: Memory,
+    *,
+    mcp: bool = True,
+    host: str = "127.0.0.1",
+    maintenance: bool = False,
+    dashboard: bool = True,
 ) -> FastAPI:
     """The REST API (and, with ``mcp``, the MCP endpoint at ``/mcp``) over ``mem``.
 
@@ -464,6 +470,7 @@ def create_app(
             dependencies=[Depends(strict_query)],
         )
     app.router.routes.extend(routes)
+    mount_dashboard(app, mem, enabled=dashboard)  # /ui, unless server.dashboard is false
 
     @app.get("/healthz", response_model=s.Health, tags=["health"])
     def healthz() -> Any:
@@ -520,10 +527,11 @@ def serve(
     mcp: bool = True,
     log_level: str = "info",
     maintenance: bool = True,
+    dashboard: bool = True,
 ) -> None:
     """Run the server until interrupted (uvicorn, one process owning ``mem``), with the daily
     maintenance in a background thread unless ``maintenance`` is False."""
     import uvicorn
 
-    app = create_app(mem, mcp=mcp, host=host, maintenance=maintenance)
+    app = create_app(mem, mcp=mcp, host=host, maintenance=maintenance, dashboard=dashboard)
     uvicorn.run(app, host=host, port=port, log_level=log_level)

@@ -91,6 +91,16 @@ class EpisodicRows:
         sql = "SELECT 1 FROM episodes WHERE id = ? AND agent_name = ?"
         return self._db.scalar(sql, (episode_id, agent_name)) is not None
 
+    def undistilled_span(self) -> tuple[int, float | None]:
+        """How many live episodes are not distilled yet, and the oldest one's timestamp."""
+        row = self._db.query_one(
+            "SELECT COUNT(*) AS n, MIN(timestamp) AS oldest FROM episodes "
+            "WHERE distilled_at IS NULL AND state IN ('active', 'compressed')"
+        )
+        if row is None or not row["n"]:
+            return 0, None
+        return int(row["n"]), float(row["oldest"])
+
     def present(self, ids: Sequence[str]) -> set[str]:
         """Which of ``ids`` are stored."""
         found: set[str] = set()
