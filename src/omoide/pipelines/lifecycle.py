@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
 from typing import Any
 
 from omoide.clock import Clock, from_timestamp, to_timestamp
@@ -34,7 +33,13 @@ from omoide.core.validation import check_name
 from omoide.errors import NotFoundError, UnknownLayerError, ValidationError
 from omoide.layers.episodic.store import EpisodicStore, embedding_text
 from omoide.layers.semantic.store import SemanticStore
-from omoide.pipelines.audit import AuditEntry, AuditLog, document_snapshot, episode_snapshot
+from omoide.pipelines.audit import (
+    AuditEntry,
+    AuditLog,
+    AuditQuery,
+    document_snapshot,
+    episode_snapshot,
+)
 from omoide.providers.chunking import split_sentences
 from omoide.providers.embeddings import Embedder
 from omoide.storage import Database
@@ -179,7 +184,7 @@ class Lifecycle:
             self.episodic.forget_vectors([int(row["rowid"])])
         else:
             self.semantic.settle(collection, [item_id])
-        [entry] = self.audit(item_id, run_id=run_id, limit=1)
+        [entry] = self.audit(AuditQuery(item_id, run_id=run_id, limit=1))
         return entry
 
     # -- episodes ------------------------------------------------------------------------
@@ -488,29 +493,7 @@ class Lifecycle:
         return self._restore_document(found_collection, item_id, reason=reason, run_id=run_id)
 
     def audit(
-        self,
-        item_id: str | None = None,
-        *,
-        policy: str | None = None,
-        layer: str | None = None,
-        action: str | None = None,
-        run_id: str | None = None,
-        since: datetime | str | None = None,
-        until: datetime | str | None = None,
-        limit: int = 100,
-        reader: str | None = None,
-        reader_teams: Iterable[str] = (),
+        self, query: AuditQuery, *, reader: str | None = None, reader_teams: Iterable[str] = ()
     ) -> list[AuditEntry]:
         """Audit rows, newest first (see :meth:`omoide.pipelines.audit.AuditLog.entries`)."""
-        return self.log.entries(
-            item_id,
-            policy=policy,
-            layer=layer,
-            action=action,
-            run_id=run_id,
-            since=since,
-            until=until,
-            limit=limit,
-            reader=reader,
-            reader_teams=reader_teams,
-        )
+        return self.log.entries(query, reader=reader, reader_teams=reader_teams)
