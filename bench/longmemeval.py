@@ -235,8 +235,8 @@ def run(
             bm25_order = list(
                 np.argsort(-bm25.get_scores(bm25_tokens(q["question"])), kind="stable")
             )
-            vectors = np.stack(
-                [embedder.passages[embedding_text("user", t["text"], None)] for t in turns]
+            vectors = embedder.embed_passages(  # the store's vectors, from the cache
+                [embedding_text("user", t["text"], None) for t in turns]
             )
             dense_order = list(np.argsort(-(vectors @ embedder.embed_query(q["question"]))))
             for name, order in (
