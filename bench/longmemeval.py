@@ -297,7 +297,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     scores = run(questions, DiskCachedEmbedder(args.cache), args.via)
     body = report(scores, len(questions), args.via)
     print(body)
-    if not args.no_write and args.questions is None:
+    if not args.no_write:
         name = "longmemeval" if args.via == "record_many" else "longmemeval-add"
         write_section(name, f"{SECTION}, via {args.via}\n\n{body}\n\n{machine()}")
     return 0
