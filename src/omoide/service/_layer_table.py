@@ -9,13 +9,16 @@ __all__ = ["LAYER_OPERATIONS", "SCOPE_HELP", "WHEN_HELP"]
 
 SCOPE_HELP = "global (default), private, or agent:NAME,team:NAME"
 WHEN_HELP = "ISO 8601 date-time"
-_EPISODE = {"episode_id": a(metavar="id")}
-_DOC = {"collection": a(), "doc_id": a(metavar="id")}
-_PAGE = {
-    "limit": a("", "--limit", minimum=1),
-    "offset": a("", "--offset"),
+_EPISODE = {"episode_id": a("the episode's id, or a unique prefix of it", metavar="id")}
+_DOC = {
+    "collection": a("the collection (knowledge, code, decisions, feedback or yours)"),
+    "doc_id": a("the document's id, or a unique prefix of it", metavar="id"),
 }
-_SESSION = {"session_id": a(metavar="session")}
+_PAGE = {
+    "limit": a("how many at most (default: 50)", "--limit", minimum=1),
+    "offset": a("skip this many first (default: 0)", "--offset"),
+}
+_SESSION = {"session_id": a("the working session", metavar="session")}
 
 LAYER_OPERATIONS: tuple[Operation, ...] = (
     Operation("whoami", "the agent this invocation acts as", {}, r("GET", "/whoami"), cli="whoami"),
@@ -67,6 +70,7 @@ LAYER_OPERATIONS: tuple[Operation, ...] = (
             "scores. For reference knowledge use search_knowledge instead.",
         ),
         cli="episodes search",
+        reads=True,
     ),
     Operation(
         "list_episodes",
@@ -79,6 +83,11 @@ LAYER_OPERATIONS: tuple[Operation, ...] = (
             **_PAGE,
         },
         r("GET", "/episodes"),
+        Tool(
+            "recent_episodes",
+            "List recent episodes, newest first, without a query.\n\nFilter by agent or event "
+            "type; returns the episodes with their ids (to update or delete your own).",
+        ),
         cli="episodes list",
     ),
     Operation(
@@ -98,6 +107,11 @@ LAYER_OPERATIONS: tuple[Operation, ...] = (
             "tags": a("replaces the tags (repeatable)", "--tag"),
         },
         r("PATCH", "/episodes/{episode_id}"),
+        Tool(
+            "update_episode",
+            "Update an episode you recorded: add its outcome later (how an error was fixed), "
+            "or change its importance or tags.\n\nOnly the agent that recorded it may.",
+        ),
         cli="episodes update",
     ),
     Operation(
@@ -105,7 +119,32 @@ LAYER_OPERATIONS: tuple[Operation, ...] = (
         "delete an episode (never-forget episodes are refused)",
         _EPISODE,
         r("DELETE", "/episodes/{episode_id}"),
+        Tool(
+            "delete_episode",
+            "Delete an episode you recorded (a mistake, a duplicate).\n\nOnly the agent that "
+            "recorded it may; never-forget episodes are refused.",
+        ),
         cli="episodes delete",
+    ),
+    Operation(
+        "add",
+        "hand over what was said: chat messages become episodes of the session's thread and "
+        "its working memory (idempotent; with an LLM, facts are extracted)",
+        {
+            "session_id": a("the conversation (its thread and working session)", "--session"),
+            "messages": a("message text (repeatable; none: JSON lines from standard input)"),
+            "timestamp": a("when it was said, ISO 8601 (default: now)", "--timestamp"),
+            "scope": a(SCOPE_HELP, "--scope"),
+        },
+        r("POST", "/messages"),
+        Tool(
+            "add_messages",
+            "Hand over the messages of a conversation; omoide keeps what matters.\n\nEach "
+            "message (role user, assistant, system or tool, and its content) becomes an "
+            "episode of the session's thread and enters your working memory; sending the same "
+            "messages again records nothing twice. Returns the ids and a one-line summary.",
+        ),
+        cli="add",
     ),
     Operation(
         "collections",
@@ -146,6 +185,7 @@ LAYER_OPERATIONS: tuple[Operation, ...] = (
             "Search stored knowledge by meaning; returns the closest passages with their ids.",
         ),
         cli="query",
+        reads=True,
     ),
     Operation(
         "list_documents",
@@ -201,6 +241,7 @@ LAYER_OPERATIONS: tuple[Operation, ...] = (
             "match if none applies. Report how it went with report_outcome.",
         ),
         cli="procedures match",
+        reads=True,
     ),
     Operation(
         "report_outcome",

@@ -26,7 +26,10 @@ from omoide.pipelines.lifecycle import LAYERS
 from omoide.service.caller import OperationsBase, json_dict, store_lock, to_json
 from omoide.service.protocol import AuditQuery
 
-__all__ = ["PipelineOperations"]
+__all__ = ["OPERATOR", "PipelineOperations"]
+
+#: Who the local operator recalls as when it names no agent.
+OPERATOR = "operator"
 
 
 class PipelineOperations(OperationsBase):
@@ -43,10 +46,12 @@ class PipelineOperations(OperationsBase):
         layers: Sequence[str] | None = None,
     ) -> dict[str, Any]:
         """The caller's budgeted context for ``query`` from every layer: the rendered text
-        (ready for a prompt) and the items with where each came from and why."""
+        (ready for a prompt) and the items with where each came from and why. A read needs
+        no author: the local operator without an agent recalls as :data:`OPERATOR` (the
+        global items and its own)."""
         ctx = self.mem.recall(
             query,
-            agent_name=self._writer(),
+            agent_name=self.caller.agent or OPERATOR,
             session_id=session_id,
             budget_tokens=budget_tokens,
             layers=layers,
@@ -136,6 +141,7 @@ class PipelineOperations(OperationsBase):
 
         To an agent, only the items it owns exist here: anyone else's item, readable or not,
         answers exactly as an id that does not exist (no existence oracle)."""
+        item_id = self._item_id(item_id, layer, collection)
         if not self.caller.admin:
             layer, collection = self._own_restore_place(item_id, layer, collection)
         found = self.mem.restore(item_id, layer=layer, collection=collection)
@@ -163,10 +169,28 @@ class PipelineOperations(OperationsBase):
         """Remove an item for good, never-forget ones too (admin); the audit entry (with the
         item's snapshot) is returned."""
         self._require_admin("purging an item")
-        by = self.caller.agent or "operator"
+        item_id = self._item_id(item_id, layer, collection or None)
+        by = self.caller.agent or OPERATOR
         return _object(
             self.mem.purge(item_id, reason=reason, layer=layer, collection=collection, by=by)
         )
+
+    def _item_id(self, given: str, layer: str | None, collection: str | None) -> str:
+        """The whole id a unique prefix stands for, in the layer (or either) it names."""
+        assert self.mem.db is not None
+        names = (layer,) if layer is not None else ("episodic", "semantic")
+        tables = [
+            t for n, t in (("episodic", "episodes"), ("semantic", "semantic_docs")) if n in names
+        ]
+        if not isinstance(given, str) or any(
+            self.mem.db.query_one(f"SELECT 1 FROM {t} WHERE id=?", (given,)) for t in tables
+        ):
+            return given
+        for table in tables:
+            found = self._full_id("id", given, table, collection)
+            if found != given:
+                return found
+        return given
 
     def _own_restore_place(
         self, item_id: str, layer: str | None, collection: str | None

@@ -24,7 +24,18 @@ from omoide.errors import AlreadyExistsError, PermissionDeniedError, ValidationE
 from omoide.memory import Memory
 from omoide.service.keys import ApiKey
 
-__all__ = ["FUTURE_SKEW", "Caller", "OperationsBase", "json_dict", "store_lock", "to_json"]
+__all__ = [
+    "FUTURE_SKEW",
+    "MIN_PREFIX",
+    "Caller",
+    "OperationsBase",
+    "json_dict",
+    "store_lock",
+    "to_json",
+]
+
+#: The shortest id prefix that stands for a whole id (as git takes a short commit id).
+MIN_PREFIX = 4
 
 #: How far after the clock an episode's timestamp may be (writers' clocks drift): a later
 #: one is refused, since a date in year 9999 would keep an episode's freshness at 1.0 forever.
@@ -221,6 +232,31 @@ class OperationsBase:
                     f"document id {doc_id!r} is taken in {collection!r}; choose another id"
                 )
             self._check_owner("document", f"{collection}/{doc_id}", row["agent_name"])
+
+    def _full_id(self, field: str, given: str, table: str, collection: str | None = None) -> str:
+        """The id that ``given`` stands for: itself when an item has it, else the one id
+        among the items the caller may read that starts with it (git-style). Ambiguous
+        prefixes are refused with the candidates; anything else is returned unchanged, for
+        the layer to answer (not found, bad name)."""
+        assert self.mem.db is not None
+        if not isinstance(given, str) or len(given) < MIN_PREFIX:
+            return given
+        place, place_args = (" AND collection=?", (collection,)) if collection else ("", ())
+        if self.mem.db.query_one(f"SELECT 1 FROM {table} WHERE id=?{place}", (given, *place_args)):
+            return given
+        pred, params = reader_predicate(self.caller.reader, self.caller.teams)
+        rows = self.mem.db.query(  # a range of the primary key: the ids starting with it
+            f"SELECT DISTINCT id FROM {table} WHERE id >= ? AND id < ?{place} AND {pred} "
+            "ORDER BY id LIMIT 11",
+            (given, given + "\U0010ffff", *place_args, *params),
+        )
+        ids = [str(r[0]) for r in rows]
+        if len(ids) == 1:
+            return ids[0]
+        if ids:
+            shown = ", ".join(ids[:10]) + (", …" if len(ids) > 10 else "")
+            raise ValidationError(field, f"{given!r} is ambiguous; it starts: {shown}")
+        return given
 
     @staticmethod
     def _refuse_agent_field(fields: Mapping[str, Any], name: str) -> None:

@@ -135,6 +135,17 @@ def layer_stats(mem: Memory, caller: Caller) -> dict[str, Any]:
     def total(name: str) -> int:
         return sum(a.get(name, 0) for a in agents.values())
 
+    states = {
+        str(row[0]): int(row[1])
+        for row in db.query(
+            f"SELECT state, COUNT(*) FROM episodes WHERE {pred} GROUP BY state", params
+        )
+    }
+    pin_tokens = int(
+        db.scalar(f"SELECT COALESCE(SUM(tokens), 0) FROM working_pins s WHERE {own}", own_params)
+        or 0
+    )
+
     collections = {}
     caps = {c.name: c for c in mem.collection_stats()}
     for name in mem.semantic.collections:
@@ -152,8 +163,17 @@ def layer_stats(mem: Memory, caller: Caller) -> dict[str, Any]:
         }
     out: dict[str, Any] = {
         "layers": {
-            "working": {"sessions": total("sessions"), "message_tokens": total("message_tokens")},
-            "episodic": {"episodes": total("episodes"), "bytes": total("episode_bytes")},
+            "working": {
+                "sessions": total("sessions"),
+                "message_tokens": total("message_tokens"),
+                "pin_tokens": pin_tokens,
+            },
+            "episodic": {
+                "episodes": total("episodes"),
+                "bytes": total("episode_bytes"),
+                "compressed": states.get("compressed", 0),
+                "archived": states.get("archived", 0),
+            },
             "semantic": {
                 "documents": total("documents"),
                 "bytes": total("document_bytes"),

@@ -132,6 +132,15 @@ class Operations(Protocol):
 
     def delete_episode(self, episode_id: str) -> Record: ...
 
+    def add(
+        self,
+        session_id: str,
+        messages: Sequence[Mapping[str, Any] | str],
+        *,
+        timestamp: Instant | None = None,
+        scope: ScopeArg | None = None,
+    ) -> Record: ...
+
     # -- semantic ----------------------------------------------------------------------
 
     def collections(self) -> Records: ...
