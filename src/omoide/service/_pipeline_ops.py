@@ -23,7 +23,7 @@ from omoide.ingest.indexing import ProgressCallback
 from omoide.layers.semantic.cache import cache_id
 from omoide.pipelines.forgetting import ItemNote
 from omoide.pipelines.lifecycle import LAYERS
-from omoide.service.caller import OperationsBase, json_dict, store_lock, to_json
+from omoide.service.caller import OperationsBase, json_dict, plain_name, store_lock, to_json
 from omoide.service.protocol import AuditQuery
 
 __all__ = ["OPERATOR", "PipelineOperations"]
@@ -182,12 +182,13 @@ class PipelineOperations(OperationsBase):
         tables = [
             t for n, t in (("episodic", "episodes"), ("semantic", "semantic_docs")) if n in names
         ]
-        if not isinstance(given, str) or any(
+        if not plain_name(given) or any(
             self.mem.db.query_one(f"SELECT 1 FROM {t} WHERE id=?", (given,)) for t in tables
         ):
             return given
         for table in tables:
-            found = self._full_id("id", given, table, collection)
+            place = collection if table == "semantic_docs" else None
+            found = self._full_id("id", given, table, place)
             if found != given:
                 return found
         return given

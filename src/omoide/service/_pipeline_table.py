@@ -84,7 +84,7 @@ PIPELINE_OPERATIONS: tuple[Operation, ...] = (
         "restore",
         "bring an archived or compressed episode or document back",
         {
-            "item_id": a(wire="id"),
+            "item_id": a("the item's id, or a unique prefix of it", wire="id"),
             "layer": a("where the item is", "--layer", choices=_AUDITED),
             "collection": a("the document's collection", "--collection"),
         },
@@ -95,7 +95,7 @@ PIPELINE_OPERATIONS: tuple[Operation, ...] = (
         "purge",
         "remove an item for good, never-forget ones too (admin; audited with its snapshot)",
         {
-            "item_id": a(),
+            "item_id": a("the item's id, or a unique prefix of it"),
             "reason": a("why (kept in the audit log; not empty)", "--reason"),
             "layer": a("where the item is", "--layer", choices=_AUDITED),
             "collection": a("the document's collection", "--collection"),

@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from omoide.core.scope import reader_predicate, teams_of
-from omoide.core.validation import check_datetime
+from omoide.core.validation import check_datetime, check_name
 from omoide.errors import AlreadyExistsError, PermissionDeniedError, ValidationError
 from omoide.memory import Memory
 from omoide.service.keys import ApiKey
@@ -30,12 +30,13 @@ __all__ = [
     "Caller",
     "OperationsBase",
     "json_dict",
+    "plain_name",
     "store_lock",
     "to_json",
 ]
 
 #: The shortest id prefix that stands for a whole id (as git takes a short commit id).
-MIN_PREFIX = 4
+MIN_PREFIX = 3
 
 #: How far after the clock an episode's timestamp may be (writers' clocks drift): a later
 #: one is refused, since a date in year 9999 would keep an episode's freshness at 1.0 forever.
@@ -121,6 +122,18 @@ def store_lock(mem: Memory) -> threading.Lock:
     same id in between)."""
     with _STORE_LOCKS_GUARD:
         return _STORE_LOCKS.setdefault(mem, threading.Lock())
+
+
+def plain_name(value: Any) -> bool:
+    """Whether ``value`` can be looked up as an id (or its prefix): a valid name."""
+    if not isinstance(value, str) or len(value) < MIN_PREFIX:
+        return False
+    try:
+        check_name("id", value)
+        value.encode("utf-8")
+    except (ValidationError, UnicodeEncodeError):
+        return False
+    return True
 
 
 class OperationsBase:
@@ -239,8 +252,8 @@ class OperationsBase:
         prefixes are refused with the candidates; anything else is returned unchanged, for
         the layer to answer (not found, bad name)."""
         assert self.mem.db is not None
-        if not isinstance(given, str) or len(given) < MIN_PREFIX:
-            return given
+        if not plain_name(given) or (collection is not None and not plain_name(collection)):
+            return given  # the layer names what is wrong with it
         place, place_args = (" AND collection=?", (collection,)) if collection else ("", ())
         if self.mem.db.query_one(f"SELECT 1 FROM {table} WHERE id=?{place}", (given, *place_args)):
             return given
