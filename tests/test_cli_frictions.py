@@ -179,3 +179,13 @@ def test_stats_and_working_memory_figures_add_up(omoide: Run) -> None:
     assert "in pins" in out and not out.startswith("ceo / s1: 0 of")
     out, _ = omoide("stats")
     assert "in pins" in out and "active episodes" in out
+
+
+def test_the_demos_episode_count_is_what_episodes_list_shows(omoide: Run, tmp_path: Path) -> None:
+    out, _ = omoide("demo", "--path", str(tmp_path / "demo"))
+    line = next(x for x in out.splitlines() if x.startswith("Layer 2 episodic store:"))
+    count = int(line.split(":")[1].split()[0])
+    listed, _ = omoide(
+        "--path", str(tmp_path / "demo"), "--json", "episodes", "list", "--limit", "1000"
+    )
+    assert len(json.loads(listed)) == count
