@@ -27,7 +27,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("omoide.recall",),
     ("omoide.memory",),
     ("omoide.service",),
-    ("omoide.server", "omoide.cli", "omoide.simulation", "omoide.testing"),
+    ("omoide.server", "omoide.cli", "omoide.client", "omoide.simulation", "omoide.testing"),
     ("omoide", "omoide.__main__"),
 )
 

@@ -7,8 +7,9 @@ from pathlib import Path
 
 from omoide import ManualClock, Memory
 from omoide.layers.episodic.context_keys import date_words, key_texts, thread_of
+from omoide.layers.episodic.rows import EpisodicRows
 from omoide.storage import Database
-from omoide.storage.migrations import MIGRATIONS
+from omoide.storage.migrations import CONTEXT_KEYS_REBUILD, MIGRATIONS
 
 T = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
 
@@ -196,6 +197,10 @@ def test_migration_backfills_existing_episodes(tmp_path: Path, clock: ManualCloc
     db = Database(tmp_path / "d" / "omoide.db", clock=clock, migrations=MIGRATIONS)
     try:
         assert "0004_episode_context_keys" in db.applied_migrations()
+        # The migration is SQL only; it requests the rebuild the episodic layer runs on open.
+        assert db.pending_rebuilds() == [CONTEXT_KEYS_REBUILD]
+        EpisodicRows(db)
+        assert db.pending_rebuilds() == []
         assert db.scalar("SELECT COUNT(*) FROM episode_keys_fts") == len(CONVERSATION)
         near = db.scalar(
             "SELECT near FROM episode_keys_fts k JOIN episodes e ON e.rowid = k.rowid "

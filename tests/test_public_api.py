@@ -14,7 +14,10 @@ from omoide.testing import HashEmbedder, ManualClock
 
 PUBLIC = [
     "LLM",
+    "AsyncClient",
+    "AsyncMemory",
     "AuditEntry",
+    "Client",
     "Clock",
     "CollectionStats",
     "Config",

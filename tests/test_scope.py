@@ -3,9 +3,12 @@ cannot widen a scope."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pytest
 
-from omoide import Memory
+from omoide import Config, Memory
 from omoide.core.scope import can_read, normalize_scope, reader_predicate
 from omoide.errors import NotFoundError, ValidationError
 
@@ -230,3 +233,47 @@ def test_scope_predicate_matches_can_read() -> None:
         got = conn.execute(f"SELECT agent_name, scope FROM t WHERE {sql}", params).fetchall()
         expected = [r for r in rows if can_read(r[1], r[0], reader, reader_teams)]
         assert sorted(got) == sorted(expected)
+
+
+# -- undefined teams (issue 19) ---------------------------------------------------------------
+
+
+def test_an_undefined_team_is_refused_on_every_write_path(mem: Memory, tmp_path: Path) -> None:
+    """``mem`` defines the team ``leads`` only; ``team:ops`` is a typo or a missing entry."""
+    message = r"team 'ops' is not defined \(configured teams: leads\)"
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "guide.md").write_text("# Guide\n\nDeploy on Tuesdays.\n", encoding="utf-8")
+    writes = [
+        lambda: mem.episodic.record("cto", "note", "x", scope="team:ops"),
+        lambda: mem.episodic.record_many(
+            [{"agent_name": "cto", "event_type": "note", "description": "x", "scope": "team:ops"}]
+        ),
+        lambda: mem.semantic.store(
+            "knowledge", ["x"], agent_name="cto", scope="agent:ceo,team:ops"
+        ),
+        lambda: mem.semantic.cache("https://x", "x", 1, "web", agent_name="cto", scope="team:ops"),
+        lambda: mem.procedural.register("p", "t", "x", agent_name="cto", scope=["team:ops"]),
+        lambda: mem.index(docs, "knowledge", agent_name="cto", scope="team:ops"),
+    ]
+    for write in writes:
+        with pytest.raises(ValidationError, match=message) as refused:
+            write()
+        assert refused.value.field.endswith("scope")
+    assert mem.episodic.count() == 0 and mem.semantic.count("knowledge") == 0
+    assert mem.episodic.record("cto", "note", "ok", scope="team:leads").scope == "team:leads"
+
+
+def test_a_store_without_teams_names_none(data_dir: Path, embedder: Any, counter: Any) -> None:
+    with (
+        Memory(data_dir, embedder=embedder, token_counter=counter) as bare,
+        pytest.raises(ValidationError, match=r"configured teams: none\); declare it"),
+    ):
+        bare.episodic.record("cto", "note", "x", scope="team:leads")
+    with pytest.raises(ValidationError, match="default_scope: team 'leads'"):
+        Memory(
+            data_dir,
+            embedder=embedder,
+            token_counter=counter,
+            config=Config(default_scope="team:leads"),
+        )

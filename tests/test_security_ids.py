@@ -107,8 +107,8 @@ def test_a_taken_promotion_id_is_never_reused_for_another_agents_episode(
     wm = mem.working("ceo", uid("s-"), 300)
     wm.add_message("also important", importance=0.9)
     message = wm.messages[-1]
-    again = mem._promote_message("ceo", wm.session_id, message)
-    assert mem._promote_message("ceo", wm.session_id, message) == again
+    again = mem._promotion("ceo", wm.session_id, message)
+    assert mem._promotion("ceo", wm.session_id, message) == again
 
 
 @pytest.mark.parametrize("prefix", RESERVED_ID_PREFIXES)

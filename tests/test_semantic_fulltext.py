@@ -10,8 +10,9 @@ import pytest
 
 from omoide import ManualClock, Memory
 from omoide.errors import UnknownCollectionError, ValidationError
+from omoide.layers.semantic.registry import DocumentRegistry
 from omoide.storage import Database
-from omoide.storage.migrations import MIGRATIONS
+from omoide.storage.migrations import MIGRATIONS, SEMANTIC_FULLTEXT_REBUILD
 
 DECISIONS = {
     "budget": "SUPPORT decided that Q1 budget is a 10% cut to ads.",
@@ -135,13 +136,18 @@ def test_migration_indexes_existing_documents(tmp_path: Path, clock: ManualClock
         mem.semantic.store("decisions", list(DECISIONS.values()), ids=list(DECISIONS))
         assert mem.db is not None
         with mem.db.transaction() as conn:  # as a database from before the migration
-            conn.execute("DELETE FROM migrations WHERE name = '0007_semantic_fulltext'")
-            for trigger in ("insert", "update", "delete"):
-                conn.execute(f"DROP TRIGGER semantic_docs_fts_{trigger}")
+            conn.execute(
+                "DELETE FROM migrations WHERE name IN "
+                "('0007_semantic_fulltext', '0010_fulltext_in_python')"
+            )
             conn.execute("DROP TABLE semantic_docs_fts")
     db = Database(tmp_path / "d" / "omoide.db", clock=clock, migrations=MIGRATIONS)
     try:
-        assert db.applied_migrations()[-1] == "0007_semantic_fulltext"
+        assert db.applied_migrations()[-2:] == ["0007_semantic_fulltext", "0010_fulltext_in_python"]
+        # The migration is SQL only; it requests the rebuild the semantic layer runs on open.
+        assert db.pending_rebuilds() == [SEMANTIC_FULLTEXT_REBUILD]
+        DocumentRegistry(db, clock)
+        assert db.pending_rebuilds() == []
         assert db.scalar("SELECT COUNT(*) FROM semantic_docs_fts") == len(DECISIONS)
     finally:
         db.close()

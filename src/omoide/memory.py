@@ -12,11 +12,8 @@ the semantic registry, audit), ``chroma/`` (ChromaDB's persistent client), an op
 
 from __future__ import annotations
 
-import json
 import os
 import threading
-import uuid
-from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -26,20 +23,23 @@ from typing import Any
 from omoide.clock import Clock, SystemClock, to_timestamp
 from omoide.core.config import Config
 from omoide.core.freshness import FreshnessCurve
-from omoide.core.models import CollectionStats, Episode, Message
+from omoide.core.models import CollectionStats
 from omoide.core.protection import NeverForget
 from omoide.core.scope import normalize_scope
 from omoide.errors import ConfigError, OmoideError, StoreLockedError
 from omoide.ingest.conversation import AddReport, ConversationIngest
 from omoide.ingest.indexing import DEFAULT_MAX_FILE_BYTES, Indexer, IndexReport, ProgressCallback
-from omoide.layers.episodic.store import EpisodicStore, episode_text
+from omoide.layers.episodic.store import EpisodicStore
 from omoide.layers.procedural import ProceduralMemory
 from omoide.layers.semantic.store import SemanticStore
-from omoide.layers.working import WorkingMemory, promoted_episode_id
+from omoide.layers.working import WorkingMemory, session_count
 from omoide.pipelines.distill import Distiller, DistillReport
 from omoide.pipelines.extraction import Extraction
 from omoide.pipelines.forgetting import ForgetReport, Forgetting, policies_from_config
 from omoide.pipelines.lifecycle import AuditEntry, Lifecycle
+from omoide.pipelines.overflow import Overflow
+from omoide.pipelines.promotion import Promotion
+from omoide.pipelines.protection import reach_back
 from omoide.pipelines.retention import Retention, RetentionReport
 from omoide.pipelines.scheduler import LAST_RUN_KEY, MAINTENANCE_LOCK, MaintenanceReport
 from omoide.providers.embeddings import Embedder, default_embedder
@@ -49,6 +49,7 @@ from omoide.recall.context import Context
 from omoide.recall.log import RecallLog
 from omoide.recall.router import Router
 from omoide.storage import Database, DirectoryLock
+from omoide.storage.chroma import CHROMA_DIR, chroma_client
 from omoide.storage.permissions import private_dir, tighten
 from omoide.storage.secrets import directory_secret
 
@@ -56,7 +57,6 @@ __all__ = ["DEFAULT_DIRECTORY", "Memory", "resolve_path"]
 
 DEFAULT_DIRECTORY = "omoide-data"
 DB_NAME = "omoide.db"
-CHROMA_DIR = "chroma"
 CONFIG_NAME = "omoide.toml"
 
 
@@ -66,27 +66,6 @@ def resolve_path(path: str | os.PathLike[str] | None) -> Path:
         return Path(path)
     env = os.environ.get("OMOIDE_HOME")
     return Path(env) if env else Path.cwd() / DEFAULT_DIRECTORY
-
-
-def _chroma_client(directory: Path, config: Config) -> Any:
-    import chromadb
-    from chromadb.config import Settings
-
-    settings = Settings(anonymized_telemetry=False, allow_reset=False)
-    url = config.semantic.chroma_url
-    if url:
-        from urllib.parse import urlparse
-
-        parsed = urlparse(url)
-        if parsed.scheme not in ("http", "https") or not parsed.hostname:
-            raise ConfigError(f"semantic.chroma_url: expected http(s)://host:port, got {url!r}")
-        return chromadb.HttpClient(
-            host=parsed.hostname,
-            port=parsed.port or (443 if parsed.scheme == "https" else 8000),
-            ssl=parsed.scheme == "https",
-            settings=settings,
-        )
-    return chromadb.PersistentClient(path=str(directory / CHROMA_DIR), settings=settings)
 
 
 class Memory:
@@ -126,7 +105,7 @@ class Memory:
         self._lock.acquire(timeout, clock=self.clock)
         self._closed = False
         self._chroma: Any = None
-        self.db: Database | None = None
+        self._db: Database | None = None
         try:
             self._open(embedder, token_counter, freshness)
             self._open_pipelines(llm)
@@ -142,13 +121,18 @@ class Memory:
         token_counter: TokenCounter | None,
         freshness: FreshnessCurve | None,
     ) -> None:
+        """Open the stores and providers of the data directory. Long because it is the wiring
+        list of the facade: one constructor call per part, in dependency order.
+        """
         config = self.config
-        self.db = Database(self.path / DB_NAME, clock=self.clock)
+        self._db = Database(self.path / DB_NAME, clock=self.clock)
         self.embedder = embedder or default_embedder()
         self._check_embedder()
         self.token_counter = token_counter or default_token_counter()
-        self.default_scope = normalize_scope(config.default_scope, "default_scope")
-        self._chroma = _chroma_client(self.path, config)
+        self.default_scope = normalize_scope(
+            config.default_scope, "default_scope", teams=config.teams
+        )
+        self._chroma = chroma_client(self.path, config.semantic)
         self.never_forget = NeverForget(config.never_forget)
         self.semantic = SemanticStore(
             self.db,
@@ -158,6 +142,9 @@ class Memory:
             config=config.semantic,
             default_scope=self.default_scope,
             protection=self.never_forget.document,
+            # expired cache entries leave through retention, so each deletion is audited
+            remove_expired=lambda coll, ids: self.retention.delete_expired(coll, ids),
+            teams=config.teams,
         )
         self.episodic = EpisodicStore(
             self.db,
@@ -166,24 +153,11 @@ class Memory:
             config=config.episodic,
             freshness=freshness,
             default_scope=self.default_scope,
-            overflow=self._overflow_to_semantic,
+            overflow=lambda episodes: self.overflow(episodes),  # see pipelines.overflow
             protection=self.never_forget.episode,
+            teams=config.teams,
         )
-        self.procedural = ProceduralMemory(
-            self.db, clock=self.clock, config=config.procedural, default_scope=self.default_scope
-        )
-        self.recall_log = RecallLog(self.db, clock=self.clock, config=config.router)
-        self._router = Router(self)
-        #: Indexes documents and codebases into the semantic layer (see :meth:`index`).
-        self.indexer = Indexer(self.db, self.semantic, clock=self.clock, skip=(self.path,))
-        self._sessions: dict[tuple[str, str], WorkingMemory] = {}
-        self._sessions_lock = threading.Lock()
-        self._promotion_secret: bytes | None = None
-        self.semantic.recover()
-
-    def _open_pipelines(self, llm: LLM | None) -> None:
-        """Lifecycle, forgetting and distillation; complete what a crash interrupted."""
-        assert self.db is not None
+        # Before anything can write: the overflow sink and expiry hook above audit through it.
         self.lifecycle = Lifecycle(
             self.db,
             episodic=self.episodic,
@@ -191,6 +165,32 @@ class Memory:
             embedder=self.embedder,
             clock=self.clock,
         )
+        #: Where episodes leaving a full episodic store go (the distillation collection).
+        self.overflow = Overflow(self.lifecycle, config.distill.collection)
+        #: Enforces collection retention, caps and cache expiry (run by :meth:`maintain`).
+        self.retention = Retention(
+            self.db, semantic=self.semantic, lifecycle=self.lifecycle, clock=self.clock
+        )
+        self.procedural = ProceduralMemory(
+            self.db,
+            clock=self.clock,
+            config=config.procedural,
+            default_scope=self.default_scope,
+            teams=config.teams,
+        )
+        self.recall_log = RecallLog(self.db, clock=self.clock, config=config.router)
+        self._router = Router(self)
+        #: Indexes documents and codebases into the semantic layer (see :meth:`index`).
+        self.indexer = Indexer(self.db, self.semantic, clock=self.clock, skip=(self.path,))
+        self._sessions: dict[tuple[str, str], WorkingMemory] = {}
+        self._sessions_lock = threading.Lock()
+        self._promotion = Promotion(
+            self.episodic, self.db, lambda: directory_secret(self.db, "promotion")
+        )
+        self.semantic.recover()
+
+    def _open_pipelines(self, llm: LLM | None) -> None:
+        """Forgetting and distillation; complete what a crash interrupted."""
         self.forgetting = Forgetting(
             self.db,
             lifecycle=self.lifecycle,
@@ -209,48 +209,15 @@ class Memory:
             config=self.config.distill,
             llm=llm or llm_from_config(self.config.llm),
         )
-        #: Enforces collection retention, caps and cache expiry (run by :meth:`maintain`).
-        self.retention = Retention(
-            self.db, semantic=self.semantic, lifecycle=self.lifecycle, clock=self.clock
-        )
-        self.semantic.remove_expired = self.retention.delete_expired
         self._protect_new_categories()
         self.distiller.recover()
 
     def _protect_new_categories(self) -> None:
-        """Protect existing items that never-forget categories added since the last open match
-        (protection is decided at write time; a category added later must reach back)."""
-        assert self.db is not None
-        signature = json.dumps(sorted(self.never_forget.categories))
-        if self.db.get_meta("never_forget") == signature:
-            return
-        rule = self.never_forget
-        episodes = [
-            (r["rowid"],)
-            for r in self.db.query(
-                "SELECT rowid, event_type, tags, context FROM episodes WHERE protected = 0"
-            )
-            if rule.episode(r["event_type"], json.loads(r["tags"]), json.loads(r["context"]))
-        ]
-        documents = [
-            (r["rowid"],)
-            for r in self.db.query(
-                "SELECT rowid, collection, metadata FROM semantic_docs WHERE protected = 0"
-            )
-            if rule.document(r["collection"], json.loads(r["metadata"]))
-        ]
-        with self.db.transaction() as conn:
-            conn.executemany("UPDATE episodes SET protected = 1 WHERE rowid = ?", episodes)
-            conn.executemany("UPDATE semantic_docs SET protected = 1 WHERE rowid = ?", documents)
-            conn.execute(
-                "INSERT INTO meta(key, value) VALUES ('never_forget', ?) "
-                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                (signature,),
-            )
+        """Protect existing items that never-forget categories added since the last open match."""
+        reach_back(self.db, self.never_forget, self.episodic.rows, self.semantic.registry)
 
     def _check_embedder(self) -> None:
         """Refuse to mix vectors of two models in one directory."""
-        assert self.db is not None
         identity = f"{self.embedder.name}:{self.embedder.dimension}"
         stored = self.db.get_meta("embedder")
         if stored is None:
@@ -273,7 +240,6 @@ class Memory:
         with self._sessions_lock:
             session = self._sessions.get(key)
             if session is None or (max_tokens is not None and max_tokens != session.max_tokens):
-                assert self.db is not None
                 session = WorkingMemory(
                     self.db,
                     agent_name=agent_name,
@@ -282,122 +248,10 @@ class Memory:
                     config=self.config.working,
                     counter=self.token_counter,
                     clock=self.clock,
-                    promote=self._promote_message,
+                    promote=self._promotion,
                 )
                 self._sessions[key] = session
             return session
-
-    #: Candidate ids tried for one promoted message before falling back to a random one.
-    _PROMOTION_ATTEMPTS = 8
-
-    def _promote_message(self, agent_name: str, session_id: str, message: Message) -> str:
-        """Record an important message leaving working memory as an episode.
-
-        The episode id is keyed by a secret of the directory (see :mod:`omoide.core.ids`), so no
-        agent can create it first; and an id that is taken anyway (an import, an old store)
-        is only reused when it holds this same agent's message of this session — otherwise
-        the next candidate id is used, so an evicted message is never swallowed by an
-        episode someone else wrote.
-        """
-        assert message.id is not None and self.db is not None
-        secret = self._promotion_secret
-        if secret is None:
-            secret = self._promotion_secret = directory_secret(self.db, "promotion")
-        candidates = [
-            promoted_episode_id(agent_name, session_id, message.id, secret, attempt)
-            for attempt in range(self._PROMOTION_ATTEMPTS)
-        ]
-        episode_id = f"wm-{uuid.uuid4().hex[:24]}"
-        for candidate in candidates:
-            row = self.db.query_one(
-                "SELECT agent_name, event_type, context FROM episodes WHERE id = ?", (candidate,)
-            )
-            if row is None:
-                episode_id = candidate
-                break
-            context = json.loads(row["context"])
-            if (
-                row["agent_name"] == agent_name
-                and row["event_type"] == "message"
-                and context.get("source") == "working_memory"
-                and context.get("session_id") == session_id
-            ):
-                return candidate  # this message, promoted before a crash: idempotent
-        episode = self.episodic.record(
-            agent_name,
-            "message",
-            message.content,
-            context={
-                **dict(message.metadata),
-                "role": message.role,
-                "session_id": session_id,
-                "source": "working_memory",
-            },
-            importance=message.importance,
-            tags=["working_memory"],
-            id=episode_id,
-            timestamp=message.created_at,
-        )
-        return episode.id
-
-    def _overflow_to_semantic(self, episodes: list[Episode]) -> None:
-        """Hand episodes leaving the episodic store to the semantic layer.
-
-        An episode already distilled into a live knowledge document is represented there: it
-        gets no document of its own (the knowledge names its topic and identifiers; see
-        :mod:`omoide.pipelines.distill`). Every other episode becomes one document. Each hand-over
-        is
-        audited (policy ``capacity``, action ``overflow``) with the whole episode as its
-        snapshot, context included, so nothing is lost on overflow.
-        """
-        collection = self.config.distill.collection
-        represented = self._distilled_into(collection, [e.id for e in episodes])
-        groups: dict[tuple[str, str], list[Episode]] = defaultdict(list)
-        for episode in episodes:
-            if episode.id not in represented:
-                groups[(episode.agent_name, episode.scope)].append(episode)
-        for (agent, scope), group in groups.items():
-            self.semantic.store(
-                collection,
-                [episode_text(e.description, e.outcome) for e in group],
-                [
-                    {
-                        "source": "episodic_overflow",
-                        "episode_id": e.id,
-                        "event_type": e.event_type,
-                        "timestamp": e.timestamp.isoformat(),
-                        "importance": e.importance,
-                        "tags": ",".join(e.tags),
-                    }
-                    for e in group
-                ],
-                ids=[f"episode-{e.id}" for e in group],
-                agent_name=agent,
-                scope=scope,
-            )
-        if hasattr(self, "lifecycle"):
-            self.lifecycle.record_overflow(episodes, collection, represented)
-
-    def _distilled_into(self, collection: str, ids: list[str]) -> dict[str, str]:
-        """For those of ``ids`` distilled into a live document of ``collection`` whose text
-        holds the episode's own description (the offline extractor quotes its cluster's
-        representative; identical episodes are all quoted): the document's id. An episode
-        the knowledge only paraphrases is not represented by it."""
-        found: dict[str, str] = {}
-        assert self.db is not None  # open: called by the episodic store it owns
-        for start in range(0, len(ids), 500):
-            part = ids[start : start + 500]
-            for row in self.db.query(
-                "SELECT e.id, e.description, e.distilled_into, d.content "
-                "FROM episodes e JOIN semantic_docs d "
-                "ON d.collection = ? AND d.id = e.distilled_into "
-                f"WHERE e.id IN ({','.join('?' * len(part))}) "
-                "AND d.state IN ('active', 'compressed')",
-                [collection, *part],
-            ):
-                if _words(row["description"]) in _words(row["content"]):
-                    found[row["id"]] = row["distilled_into"]
-        return found
 
     # -- distillation, forgetting, maintenance --------------------------------------------
 
@@ -490,7 +344,6 @@ class Memory:
         same time (another thread or process) gets StoreLockedError.
         """
         self._check_open()
-        assert self.db is not None
         lock = DirectoryLock(self.path, name=MAINTENANCE_LOCK)
         try:
             lock.acquire(0.0, clock=self.clock)
@@ -543,19 +396,25 @@ class Memory:
     # -- conversations ------------------------------------------------------------------------
 
     def _open_ingest(self) -> None:
-        """Conversation ingest, and extraction with the distiller's LLM (when it can chat)."""
+        """Conversation ingest, extracting with the distiller's LLM (when it can chat) and
+        showing it the knowledge a recall finds for the new turns."""
         self._conversation = ConversationIngest(
             self.episodic,
             lambda agent, session: self.working(agent, session),
             clock=self.clock,
-            secret=self._conversation_secret,
+            secret=lambda: directory_secret(self.db, "conversation"),
             config=self.config.ingest,
+            extraction=Extraction(self.distiller.llm, self.semantic, self.config.ingest),
+            related=lambda text, agent: [
+                item.text
+                for item in self.recall(
+                    text[:10_000],
+                    agent_name=agent,
+                    layers=["semantic"],
+                    budget_tokens=self.config.ingest.related_budget_tokens,
+                ).items
+            ],
         )
-        self._extraction = Extraction(self.distiller.llm, self.semantic, self.config.ingest)
-
-    def _conversation_secret(self) -> bytes:
-        assert self.db is not None
-        return directory_secret(self.db, "conversation")
 
     def add(
         self,
@@ -573,29 +432,9 @@ class Memory:
         See :mod:`omoide.ingest.conversation` and :mod:`omoide.pipelines.extraction`.
         """
         self._check_open()
-        report = self._conversation.add(
+        return self._conversation.add(
             messages, agent_name=agent_name, session_id=session_id, timestamp=timestamp, scope=scope
         )
-        if report.recorded and self._extraction.enabled:
-            stored, notes = self._extraction.run(
-                report.recorded,
-                agent_name=report.agent_name,
-                related=lambda text: self._related(text, report.agent_name),
-                scope=scope,
-            )
-            report.extracted += stored
-            report.notes += notes
-        return report
-
-    def _related(self, text: str, agent_name: str) -> list[str]:
-        """Texts of the knowledge a recall finds for ``text`` (shown to the extracting LLM)."""
-        context = self.recall(
-            text[:10_000],
-            agent_name=agent_name,
-            layers=["semantic"],
-            budget_tokens=self.config.ingest.related_budget_tokens,
-        )
-        return [item.text for item in context.items]
 
     # -- documents and codebases -------------------------------------------------------------
 
@@ -644,16 +483,23 @@ class Memory:
     def stats(self) -> dict[str, Any]:
         """Counts per layer and the bytes on disk."""
         self._check_open()
-        assert self.db is not None
         return {
             "path": str(self.path),
-            "working_sessions": int(self.db.scalar("SELECT COUNT(*) FROM working_sessions")),
+            "working_sessions": session_count(self.db),
             "episodes": self.episodic.count(),
             "semantic": {name: self.semantic.count(name) for name in self.semantic.collections},
             "procedures": self.procedural.count(),
             "database_bytes": self.db.size_bytes(),
             "chroma_bytes": _tree_size(self.path / CHROMA_DIR),
         }
+
+    @property
+    def db(self) -> Database:
+        """The SQLite database of the directory (the layers own its tables; see each
+        layer's module). Raises :class:`OmoideError` once this Memory is closed."""
+        if self._db is None or self._closed:
+            raise OmoideError(f"this Memory on {self.path} is closed")
+        return self._db
 
     def _check_open(self) -> None:
         if self._closed:
@@ -670,8 +516,8 @@ class Memory:
         try:
             if self._chroma is not None and hasattr(self._chroma, "close"):
                 self._chroma.close()
-            if self.db is not None:
-                self.db.close()
+            if self._db is not None:
+                self._db.close()
             tighten(self.path)  # files ChromaDB created while open
         finally:
             self._chroma = None
@@ -697,8 +543,3 @@ def _tree_size(path: Path) -> int:
     if not path.exists():
         return 0
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
-
-
-def _words(text: str) -> str:
-    """``text`` with its whitespace runs made single spaces (for containment checks)."""
-    return " ".join(text.split())

@@ -180,6 +180,7 @@ def _serve(args: argparse.Namespace, out: Output) -> int:
             mcp=not args.no_mcp,
             log_level=args.log_level,
             maintenance=not args.no_maintenance,
+            dashboard=not args.no_dashboard,
         )
     return 0
 
@@ -362,6 +363,7 @@ COMMANDS: list[Command] = [
         (
             *SERVE_ARGS,
             arg("--no-mcp", action="store_true", help="REST only"),
+            arg("--no-dashboard", action="store_true", help="no web dashboard at /ui"),
             arg(
                 "--no-maintenance",
                 action="store_true",

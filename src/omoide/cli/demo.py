@@ -25,6 +25,9 @@ START = datetime(2026, 3, 2, 9, 0, tzinfo=JST)
 
 
 def _script(mem: Memory, clock: ManualClock, say: Callable[[str], None]) -> None:
+    """The demo's script, step after step. Long because it is a story told in order;
+    splitting it would scatter one narrative.
+    """
     episodic, semantic, procedural = mem.episodic, mem.semantic, mem.procedural
 
     say("Week 1 — the fleet gets to work")

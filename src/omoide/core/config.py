@@ -140,6 +140,9 @@ _SECTION_TYPES: dict[str, type] = {
 
 
 def _build(cls: type, data: Mapping[str, Any], where: str) -> Any:
+    """A config section from plain data, checking each field's type. Long because every kind
+    of field (nested sections, mappings, tuples, numbers) is converted here, in one place.
+    """
     if not isinstance(data, Mapping):
         raise ConfigError(f"{where}: expected a table, got {type(data).__name__}")
     names = {f.name for f in dataclasses.fields(cls)}
@@ -226,7 +229,10 @@ def _positive(value: Any, where: str) -> None:
 
 
 def _check(config: Config) -> None:
-    """Reject settings that cannot work, naming the setting."""
+    """Reject settings that cannot work, naming the setting.
+
+    Long because it is a flat list of independent checks, one per setting, read top to bottom.
+    """
     w, e, s, p, d = (
         config.working,
         config.episodic,
@@ -304,6 +310,7 @@ def _check(config: Config) -> None:
     _positive(d.min_episodes_for_cluster, "distill.min_episodes_for_cluster")
     _unit(d.similarity_threshold, "distill.similarity_threshold")
     _unit(d.freshness_threshold, "distill.freshness_threshold")
+    _unit(d.min_importance, "distill.min_importance")
     if d.max_duration_minutes <= 0:
         raise ConfigError("distill.max_duration_minutes: must be > 0")
     if d.collection not in s.collections:

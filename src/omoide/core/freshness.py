@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Protocol
 
-__all__ = ["ExponentialDecay", "FreshnessCurve", "LinearDecay"]
+__all__ = ["ExponentialDecay", "FreshnessCurve", "LinearDecay", "days_until"]
 
 
 class FreshnessCurve(Protocol):
@@ -38,3 +38,26 @@ class ExponentialDecay:
 
     def __repr__(self) -> str:
         return "ExponentialDecay()"
+
+
+def days_until(
+    curve: FreshnessCurve, decay_rate: float, level: float, *, horizon: float = 36_500.0
+) -> float | None:
+    """The age in days at which an item of ``decay_rate`` becomes less fresh than ``level``
+    on ``curve`` (freshness never rises with age), or None if not within ``horizon`` days.
+
+    Found by bisection, so it holds for any curve: what the pipelines say in their reports
+    ("candidates once freshness falls below 0.5, after ~50 days") follows the configured one.
+    """
+    if curve(0.0, decay_rate) < level:
+        return 0.0
+    if curve(horizon, decay_rate) >= level:
+        return None
+    low, high = 0.0, horizon
+    while high - low > 0.01:
+        middle = (low + high) / 2
+        if curve(middle, decay_rate) < level:
+            high = middle
+        else:
+            low = middle
+    return high

@@ -7,6 +7,9 @@ Every episode, document and procedure has an owner (the agent that wrote it) and
 * a share list — the owner plus the named agents and teams, written
   ``agent:cto,team:leads`` (teams are declared in configuration, ``[teams] leads = [...]``).
 
+A team named in a new scope must be declared: the layers refuse ``team:leads`` when no
+``[teams]`` entry defines ``leads`` (a typo would otherwise share an item with nobody).
+
 Scopes are stored in a canonical form (members sorted, deduplicated), so that the SQL check
 in :func:`reader_predicate` can match ``,agent:NAME,`` inside ``,SCOPE,``. Agent and team names
 may not contain commas, colons or whitespace.
@@ -18,17 +21,30 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from omoide.errors import ScopeSyntaxError
+from omoide.errors import ScopeSyntaxError, ValidationError
 
-__all__ = ["GLOBAL", "PRIVATE", "can_read", "normalize_scope", "reader_predicate", "teams_of"]
+__all__ = [
+    "GLOBAL",
+    "PRIVATE",
+    "can_read",
+    "check_teams",
+    "normalize_scope",
+    "reader_predicate",
+    "teams_of",
+]
 
 GLOBAL = "global"
 PRIVATE = "private"
 _MEMBER = re.compile(r"^(agent|team):([^\s,:]{1,200})$")
 
 
-def normalize_scope(value: Any, field: str = "scope") -> str:
-    """The canonical form of a scope given as a string or a list of members."""
+def normalize_scope(
+    value: Any, field: str = "scope", *, teams: Mapping[str, Iterable[str]] | None = None
+) -> str:
+    """The canonical form of a scope given as a string or a list of members.
+
+    With ``teams`` (the configured ``[teams]``), every ``team:NAME`` member must be one of
+    them (see :func:`check_teams`); None skips that check."""
     if isinstance(value, str):
         text = value.strip()
         if text in (GLOBAL, PRIVATE):
@@ -49,7 +65,26 @@ def normalize_scope(value: Any, field: str = "scope") -> str:
                 f"{member!r} is not a scope member; write agent:NAME or team:NAME "
                 "(names without commas, colons or spaces)",
             )
-    return ",".join(sorted(set(members)))
+    canonical = ",".join(sorted(set(members)))
+    if teams is not None:
+        check_teams(canonical, teams, field)
+    return canonical
+
+
+def check_teams(scope: str, teams: Mapping[str, Iterable[str]], field: str = "scope") -> None:
+    """Refuse a canonical scope that names a team ``teams`` does not define (ValidationError
+    naming the configured teams)."""
+    if scope in (GLOBAL, PRIVATE):
+        return
+    unknown = [m[5:] for m in scope.split(",") if m.startswith("team:") and m[5:] not in teams]
+    if not unknown:
+        return
+    configured = ", ".join(sorted(teams)) if teams else "none"
+    raise ValidationError(
+        field,
+        f"team {unknown[0]!r} is not defined (configured teams: {configured}); declare it "
+        f'in omoide.toml, e.g. [teams] {unknown[0]} = ["agent1", "agent2"]',
+    )
 
 
 def teams_of(agent: str, teams: Mapping[str, Iterable[str]]) -> frozenset[str]:

@@ -177,6 +177,10 @@ class DistillConfig:
     max_duration_minutes: float = 10.0
     schedule: str = "03:00"
     collection: str = "decisions"
+    #: Episodes below this importance are never distilled: routine chatter ("standup: nothing
+    #: new", 0.2) is left to forgetting instead of becoming knowledge. The event types' base
+    #: importances (decision 0.7, error 0.8, other types 0.5) are all above it.
+    min_importance: float = 0.3
 
 
 def _default_policies() -> tuple[Mapping[str, Any], ...]:
@@ -321,6 +325,8 @@ class ServerConfig:
     #: can make the server read its machine's files. The local operator (the CLI on a
     #: directory, the library) may index any folder.
     index_roots: tuple[str, ...] = ()
+    #: The web dashboard under ``/ui`` (signed in with the same API keys); false turns it off.
+    dashboard: bool = True
 
 
 @dataclass(frozen=True)

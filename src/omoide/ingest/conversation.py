@@ -41,6 +41,7 @@ from omoide.core.validation import check_datetime, check_name
 from omoide.errors import NotFoundError, TokenBudgetError, ValidationError
 from omoide.layers.episodic.store import EpisodicStore
 from omoide.layers.working import WorkingMemory
+from omoide.pipelines.extraction import Extraction
 
 __all__ = [
     "MAX_MESSAGES",
@@ -202,12 +203,17 @@ class ConversationIngest:
         clock: Clock,
         secret: Callable[[], bytes],
         config: IngestConfig,
+        extraction: Extraction | None = None,
+        related: Callable[[str, str], Sequence[str]] | None = None,
     ) -> None:
         self._episodic = episodic
         self._working = working
         self._clock = clock
         self._secret = secret
+        self._key: bytes | None = None
         self.config = config
+        self._extraction = extraction
+        self._related = related or (lambda text, agent: [])
 
     def turns(
         self, messages: Any, timestamp: datetime | str | None
@@ -239,7 +245,8 @@ class ConversationIngest:
         else:
             stamp = str(to_timestamp(turn.timestamp)) if turn.explicit_time else ""
             parts = ("turn", turn.role, turn.name or "", turn.content, stamp)
-        return "msg-" + keyed_digest(self._secret(), agent, session, *parts)[:32]
+        self._key = self._key or self._secret()
+        return "msg-" + keyed_digest(self._key, agent, session, *parts)[:32]
 
     def add(
         self,
@@ -289,6 +296,15 @@ class ConversationIngest:
             else:
                 report.recorded.append(episode)
         self._remember(agent, session, report)
+        if report.recorded and self._extraction is not None and self._extraction.enabled:
+            extracted, notes = self._extraction.run(
+                report.recorded,
+                agent_name=agent,
+                related=lambda text: self._related(text, agent),
+                scope=scope,
+            )
+            report.extracted += extracted
+            report.notes += notes
         return report
 
     def _existing(self, ids: Sequence[str], agent: str) -> list[Episode]:

@@ -164,6 +164,8 @@ class Indexer:
         gitignore-style patterns relative to the root. ``use_git`` None uses git when the root
         is in a work tree. ``dry_run`` reports what would change and writes nothing.
         ``progress`` is called as files are scanned and indexed (see :class:`ProgressBar`).
+        Long because a run is one sequence — list, scan, plan, remove, write in batches, report —
+        whose steps share the run's counters.
         """
         started = self._clock.monotonic()
         if not isinstance(collection, str) or collection not in self._semantic.collections:
@@ -292,18 +294,8 @@ class Indexer:
     def _existing(self, collection: str, ids: Iterable[str]) -> set[str]:
         """Which of ``ids`` are documents of ``collection`` that count against its cap."""
         wanted = list(dict.fromkeys(ids))
-        found: set[str] = set()
-        for start in range(0, len(wanted), 500):
-            part = wanted[start : start + 500]
-            found.update(
-                r["id"]
-                for r in self._db.query(
-                    "SELECT id FROM semantic_docs WHERE collection=? AND state IN "
-                    f"('active', 'pending') AND id IN ({','.join('?' * len(part))})",
-                    (collection, *part),
-                )
-            )
-        return found
+        rows = self._semantic.registry.rows(collection, wanted)
+        return {r["id"] for r in rows if r["state"] in ("active", "pending")}
 
     def _check_capacity(self, collection: str, new: Sequence[str], gone: Sequence[str]) -> None:
         spec = self._semantic.config.collections[collection]
@@ -433,16 +425,9 @@ class Indexer:
 
     def _chunk_counts(self, collection: str, ids: Sequence[str]) -> dict[str, int]:
         counts: dict[str, int] = {}
-        for start in range(0, len(ids), 500):
-            part = ids[start : start + 500]
-            counts.update(
-                (r["id"], int(r["chunk_count"]))
-                for r in self._db.query(
-                    "SELECT id, chunk_count FROM semantic_docs WHERE collection=? AND id IN "
-                    f"({','.join('?' * len(part))})",
-                    (collection, *part),
-                )
-            )
+        counts.update(
+            (r["id"], int(r["chunk_count"])) for r in self._semantic.registry.rows(collection, ids)
+        )
         return counts
 
 

@@ -35,6 +35,9 @@ Procedures are shared between agents that do not trust each other, so:
   moves the rate by at most its share (one agent among n + the owner): 30 failures by an
   outsider take a 0.5 procedure nobody else reported on to 0.26, not 0.02, while the owner's
   own outcomes move its chain fully.
+
+Owner of ``procedures``, ``procedure_versions``, ``procedure_outcomes`` and
+``procedure_agent_figures``: no module outside this one runs SQL on them.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ from __future__ import annotations
 import fnmatch
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from omoide.clock import Clock, from_timestamp, to_timestamp
@@ -52,6 +55,7 @@ from omoide.core.scope import PRIVATE, normalize_scope, reader_predicate
 from omoide.core.validation import check_name, check_number, check_text, check_unit_interval
 from omoide.errors import AlreadyExistsError, NotFoundError, ValidationError
 from omoide.storage import Database
+from omoide.storage.database import insert_row, insert_row_keeping_id
 
 __all__ = ["ProceduralMemory", "trigger_match"]
 
@@ -112,11 +116,14 @@ class ProceduralMemory:
         clock: Clock,
         config: ProceduralConfig | None = None,
         default_scope: str = "global",
+        teams: Mapping[str, Iterable[str]] | None = None,
     ) -> None:
         self._db = db
         self._clock = clock
         self.config = config or ProceduralConfig()
         self._default_scope = default_scope
+        #: The configured teams a new scope may name (None: not checked).
+        self._teams = teams
 
     # -- writing -----------------------------------------------------------------------
 
@@ -140,6 +147,8 @@ class ProceduralMemory:
         procedure (see the module's docstring). A taken name raises
         :class:`AlreadyExistsError`, or with ``exist_ok`` returns the stored procedure
         unchanged (use :meth:`evolve` to change it).
+        Long because validation, the trigger checks and the first version's insert belong to one
+        transaction.
         """
         name = check_name("name", name)
         trigger = _check_trigger(trigger)
@@ -156,7 +165,9 @@ class ProceduralMemory:
             high=10.0,
         )
         owner = "" if agent_name == "" else check_name("agent_name", agent_name)
-        scope_value = normalize_scope(self._default_scope if scope is None else scope)
+        scope_value = normalize_scope(
+            self._default_scope if scope is None else scope, teams=self._teams
+        )
         if owner and scope_value != PRIVATE:
             for field, given in (
                 ("success_rate", success_rate),
@@ -194,7 +205,11 @@ class ProceduralMemory:
     ) -> Procedure:
         """Fold one execution's outcome, reported by ``agent_name``, into that agent's figures
         for the current version (EMA, α 0.1); the version's figures become the mean of its
-        agents' figures (the owner's chain included), so no agent outweighs another."""
+        agents' figures (the owner's chain included), so no agent outweighs another.
+
+        Long because the per-agent moving averages and the procedure's figures are updated in one
+        transaction, so they never disagree.
+        """
         name = check_name("name", name)
         quality = check_number("quality_score", quality_score, low=0.0, high=10.0)
         if not isinstance(success, bool):
@@ -357,6 +372,39 @@ class ProceduralMemory:
 
     def count(self) -> int:
         return int(self._db.scalar("SELECT COUNT(*) FROM procedures"))
+
+    def present(self, names: Iterable[str]) -> set[str]:
+        """Which of ``names`` are stored procedures."""
+        return {
+            n for n in names if self._db.query_one("SELECT 1 FROM procedures WHERE name=?", (n,))
+        }
+
+    def import_rows(
+        self,
+        conn: Any,
+        procedures: Iterable[Mapping[str, Any]],
+        versions: Iterable[Mapping[str, Any]],
+        outcomes: Iterable[Mapping[str, Any]],
+    ) -> None:
+        """Insert whole rows of an import (outcomes keep their ids when those are free)."""
+        for p in procedures:
+            insert_row(conn, "procedures", p)
+        for v in versions:
+            insert_row(conn, "procedure_versions", v)
+        for o in outcomes:
+            insert_row_keeping_id(conn, "procedure_outcomes", o)
+
+    def usage(
+        self, reader: str | None = None, reader_teams: Iterable[str] = ()
+    ) -> dict[str, tuple[int, int]]:
+        """Per agent: the procedures ``reader`` may see and the bytes of their templates."""
+        pred, params = reader_predicate(reader, reader_teams)
+        rows = self._db.query(
+            "SELECT agent_name, COUNT(*), SUM(LENGTH(CAST(template AS BLOB))) FROM procedures "
+            f"WHERE {pred} GROUP BY agent_name",
+            params,
+        )
+        return {str(r[0] or ""): (int(r[1] or 0), int(r[2] or 0)) for r in rows}
 
     def matches(
         self, task_type: str, *, reader: str | None = None, reader_teams: Iterable[str] = ()

@@ -20,13 +20,17 @@ importance is above 0.7 is first recorded in the episodic store (so it is never 
 every eviction is reported in the return value of :meth:`WorkingMemory.add_message`.
 Everything is written to SQLite as it changes, so a session reopened in another process
 finds the same state. Tokens are counted once, when content arrives.
+
+Owner of ``working_sessions``, ``working_messages`` and ``working_pins``: no module outside
+this one runs SQL on them (:func:`session_exists`, :func:`session_count` and
+:func:`session_usage` answer the other layers and the front ends).
 """
 
 from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
@@ -39,8 +43,18 @@ from omoide.core.validation import check_json_mapping, check_name, check_text, c
 from omoide.errors import NotFoundError, TokenBudgetError, ValidationError
 from omoide.providers.tokens import TokenCounter
 from omoide.storage import Database
+from omoide.storage.database import insert_row, insert_row_keeping_id
 
-__all__ = ["Eviction", "WorkingMemory"]
+__all__ = [
+    "Eviction",
+    "WorkingMemory",
+    "import_session_rows",
+    "pin_tokens",
+    "session_count",
+    "session_exists",
+    "session_usage",
+    "sessions_present",
+]
 
 MAX_CONTENT_CHARS = 1_000_000
 TEXT_SLOTS = ("system", "active_task", "constraints", "scratchpad")
@@ -48,6 +62,63 @@ TEXT_SLOTS = ("system", "active_task", "constraints", "scratchpad")
 #: Called with (agent_name, session_id, message) for an important evicted message;
 #: returns the id of the episode that now holds it.
 Promoter = Callable[[str, str, Message], str]
+
+
+def session_exists(db: Database, agent_name: str, session_id: str) -> bool:
+    """True if the working session is stored (whether or not it is open in this process)."""
+    return (
+        db.query_one(
+            "SELECT 1 FROM working_sessions WHERE agent_name=? AND session_id=?",
+            (agent_name, session_id),
+        )
+        is not None
+    )
+
+
+def session_count(db: Database) -> int:
+    """Number of stored working sessions."""
+    return int(db.scalar("SELECT COUNT(*) FROM working_sessions"))
+
+
+def session_usage(db: Database, agent_name: str | None = None) -> dict[str, tuple[int, int]]:
+    """Per agent (only ``agent_name`` unless None): its sessions and their message tokens."""
+    where, params = ("1", []) if agent_name is None else ("s.agent_name = ?", [agent_name])
+    rows = db.query(
+        "SELECT s.agent_name, COUNT(DISTINCT s.session_id), "
+        "COALESCE(SUM(m.tokens), 0) FROM working_sessions s LEFT JOIN working_messages m "
+        "ON m.agent_name = s.agent_name AND m.session_id = s.session_id "
+        f"WHERE {where} GROUP BY s.agent_name",
+        params,
+    )
+    return {str(r[0] or ""): (int(r[1] or 0), int(r[2] or 0)) for r in rows}
+
+
+def pin_tokens(db: Database, agent_name: str | None = None) -> int:
+    """Tokens of the pins of every session (of ``agent_name`` only unless None)."""
+    where, params = ("1", []) if agent_name is None else ("agent_name = ?", [agent_name])
+    return int(
+        db.scalar(f"SELECT COALESCE(SUM(tokens), 0) FROM working_pins WHERE {where}", params) or 0
+    )
+
+
+def sessions_present(db: Database, keys: Iterable[tuple[str, str]]) -> set[tuple[str, str]]:
+    """Which of these (agent_name, session_id) are stored sessions."""
+    return {k for k in keys if session_exists(db, *k)}
+
+
+def import_session_rows(
+    conn: Any,
+    sessions: Iterable[Mapping[str, Any]],
+    messages: Iterable[Mapping[str, Any]],
+    pins: Iterable[Mapping[str, Any]],
+) -> None:
+    """Insert whole rows of an import (messages keep their ids when those are free)."""
+    for s in sessions:
+        insert_row(conn, "working_sessions", s)
+    for m in messages:
+        insert_row_keeping_id(conn, "working_messages", m)
+    for p in pins:
+        insert_row(conn, "working_pins", p)
 
 
 @dataclass(frozen=True)

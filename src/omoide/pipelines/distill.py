@@ -10,6 +10,13 @@ candidate pool so that one topic is not split across batches. A cluster of at le
 (``decisions``) with its sources, category and confidence, and its episodes are marked
 distilled. Seeds whose cluster is too small stay candidates: later episodes may join them.
 
+**Chatter is not knowledge.** Episodes below ``distill.min_importance`` (0.3) are never
+candidates: three "standup: nothing new today" notes at 0.2 stay episodes (and are forgotten
+in time) rather than become a "decision". A cluster's category follows its episodes' event
+types (errors → ``error_pattern``, decisions → ``decision_pattern``, ...; notes and messages,
+which name none, → ``observation``). When a run writes nothing, its report's ``reason`` says
+why, with the wait computed from the configured freshness curve.
+
 **One document per topic.** A seed as similar as that to an episode already distilled (and
 still present) joins that episode's knowledge instead of starting a new document: the
 document is extracted again from its sources still present plus the newcomers and rewritten
@@ -60,6 +67,7 @@ from omoide.core.validation import check_positive_int
 from omoide.errors import LLMError, OmoideError
 from omoide.layers.episodic.store import EpisodicStore
 from omoide.layers.semantic.store import SemanticStore
+from omoide.pipelines.reports import DistillReport, SkippedCluster, distill_reason
 from omoide.providers.embeddings import Embedder
 from omoide.providers.llm import LLM, Cluster, Knowledge
 from omoide.storage import Database
@@ -75,38 +83,6 @@ def knowledge_id(source_ids: Sequence[str]) -> str:
     """The id of the knowledge distilled from these episodes (order does not matter)."""
     digest = hashlib.sha256("\n".join(sorted(source_ids)).encode("utf-8")).hexdigest()
     return f"distilled-{digest[:32]}"
-
-
-@dataclass(frozen=True)
-class SkippedCluster:
-    """A cluster that produced no knowledge this run, and why (it stays for the next run)."""
-
-    source_ids: tuple[str, ...]
-    reason: str
-
-
-@dataclass
-class DistillReport:
-    """What a distillation run did."""
-
-    #: Episodes eligible at the start of the run.
-    candidates: int = 0
-    #: Clusters of at least ``min_episodes_for_cluster`` episodes found.
-    clusters: int = 0
-    #: Ids of knowledge documents written by this run.
-    knowledge_written: list[str] = field(default_factory=list)
-    #: Ids of knowledge documents found already written (an interrupted run, completed).
-    knowledge_existing: list[str] = field(default_factory=list)
-    #: Ids of existing knowledge documents rewritten with newcomers on their topic.
-    knowledge_updated: list[str] = field(default_factory=list)
-    #: Episodes marked distilled by this run.
-    episodes_marked: int = 0
-    #: Seeds whose cluster was too small (they stay candidates).
-    unclustered: int = 0
-    skipped: list[SkippedCluster] = field(default_factory=list)
-    seconds: float = 0.0
-    #: False when the time budget ran out before every candidate was seen.
-    complete: bool = True
 
 
 @dataclass
@@ -164,7 +140,7 @@ class Distiller:
         budget = self.config.max_duration_minutes * 60
         report = DistillReport()
         self.recover(report)
-        pools = self._pools()
+        pools = self._pools(report)
         order = sorted(
             (
                 (pool_index, i)
@@ -216,33 +192,54 @@ class Distiller:
                 outcome = self._distill_cluster(cluster, pool, report)
                 failures = 0 if outcome else failures + 1
         report.seconds = self._clock.monotonic() - started
+        report.reason = self._reason(report)
         return report
 
-    def _pools(self) -> list[_Pool]:
+    def _reason(self, report: DistillReport) -> str:
+        """Why ``report`` holds no knowledge, in words ("" when it holds some)."""
+        if report.knowledge_written or report.knowledge_updated or report.knowledge_existing:
+            return ""
+        count, first = self._episodic.rows.undistilled_span()
+        oldest = None
+        if count and first is not None:
+            oldest = (to_timestamp(self._clock.now()) - first) / 86400
+        return distill_reason(
+            self.config,
+            candidates=report.candidates,
+            low_importance=report.low_importance,
+            curve=self._episodic.freshness,
+            decay_rate=self._episodic.config.decay_rate,
+            undistilled=count,
+            oldest_days=oldest,
+        )
+
+    def _pools(self, report: DistillReport) -> list[_Pool]:
         """The candidates, grouped by scope (and owner for private scopes), each group with
-        its episodes already distilled into a live document of the collection."""
+        its episodes already distilled into a live document of the collection. Episodes
+        below ``min_importance`` are counted in ``report.low_importance``, not taken."""
         threshold = self.config.freshness_threshold
         now = self._clock.now()
-        rows = self._db.query(
-            "SELECT rowid, id, embedding FROM episodes WHERE distilled_at IS NULL "
-            "AND state IN ('active', 'compressed')"
-        )
+        rows = self._episodic.rows.undistilled()
         by_id = {r["id"]: r for r in rows}
         groups: dict[tuple[str, str], list[tuple[Episode, bytes]]] = defaultdict(list)
         for episode in self._fetch([r["id"] for r in rows]):
             if self._episodic.freshness_of(episode, now) >= threshold:
                 continue
+            if episode.importance < self.config.min_importance:
+                report.low_importance += 1
+                continue
             owner = episode.agent_name if episode.scope == PRIVATE else ""
             groups[(episode.scope, owner)].append((episode, by_id[episode.id]["embedding"]))
         known: dict[tuple[str, str], list[Any]] = defaultdict(list)
-        for row in self._db.query(
-            "SELECT e.id, e.embedding, e.description, e.outcome, e.scope, e.agent_name, "
-            "e.distilled_into FROM episodes e JOIN semantic_docs d "
-            "ON d.collection = ? AND d.id = e.distilled_into "
-            "WHERE e.distilled_at IS NOT NULL AND e.state IN ('active', 'compressed') "
-            "AND d.state IN ('active', 'compressed') ORDER BY e.rowid",
-            (self.config.collection,),
-        ):
+        distilled = self._episodic.rows.distilled()
+        live_docs = {
+            r["id"]
+            for r in self._semantic.registry.rows(
+                self.config.collection, list(dict.fromkeys(r["distilled_into"] for r in distilled))
+            )
+            if r["state"] in ("active", "compressed")
+        }
+        for row in (r for r in distilled if r["distilled_into"] in live_docs):
             owner = row["agent_name"] if row["scope"] == PRIVATE else ""
             if (row["scope"], owner) in groups:
                 known[(row["scope"], owner)].append(row)
@@ -278,7 +275,7 @@ class Distiller:
         out: list[Episode] = []
         for start in range(0, len(ids), 500):
             part = list(ids[start : start + 500])
-            out.extend(self._episodic._fetch(f"id IN ({','.join('?' * len(part))})", part))
+            out.extend(self._episodic.rows.fetch(f"id IN ({','.join('?' * len(part))})", part))
         return out
 
     def _members(self, pool: _Pool, seed: int) -> npt.NDArray[np.intp]:
@@ -347,14 +344,7 @@ class Distiller:
         Returns False when the extractor failed."""
         collection = self.config.collection
         newcomers = [pool.episodes[int(m)] for m in members]
-        present_ids = [
-            r["id"]
-            for r in self._db.query(
-                "SELECT id FROM episodes WHERE distilled_into = ? "
-                "AND state IN ('active', 'compressed') ORDER BY timestamp DESC LIMIT ?",
-                (doc_id, FOLD_SOURCES),
-            )
-        ]
+        present_ids = self._episodic.rows.sources_of(doc_id, FOLD_SOURCES)
         present = self._fetch(present_ids)
         index = pool.known_index
         vectors = np.concatenate(
@@ -370,10 +360,7 @@ class Distiller:
         except LLMError as exc:
             report.skipped.append(SkippedCluster(tuple(sorted(e.id for e in newcomers)), str(exc)))
             return False
-        row = self._db.query_one(
-            "SELECT metadata FROM semantic_docs WHERE collection = ? AND id = ?",
-            (collection, doc_id),
-        )
+        row = self._semantic.registry.row(self._db, collection, doc_id)
         before = json.loads(row["metadata"]) if row is not None else {}
         meta = _merged(before, self._metadata(cluster, knowledge), newcomers)
         if self._write(doc_id, knowledge.summary, meta, [e.id for e in newcomers], pool, report):
@@ -402,7 +389,13 @@ class Distiller:
             )
         try:
             self._semantic.store(
-                collection, [summary], [meta], ids=[doc_id], agent_name=pool.owner, scope=pool.scope
+                collection,
+                [summary],
+                [meta],
+                ids=[doc_id],
+                agent_name=pool.owner,
+                scope=pool.scope,
+                known_scope=True,
             )
         except OmoideError as exc:
             with self._db.transaction() as conn:
@@ -434,25 +427,14 @@ class Distiller:
         }
 
     def _exists(self, collection: str, doc_id: str) -> bool:
-        state = self._db.scalar(
-            "SELECT state FROM semantic_docs WHERE collection = ? AND id = ?",
-            (collection, doc_id),
-        )
-        return state is not None and state != "deleting"
+        row = self._semantic.registry.row(self._db, collection, doc_id)
+        return row is not None and row["state"] != "deleting"
 
     def _mark(self, collection: str, doc_id: str, source_ids: Sequence[str]) -> int:
         """Mark the sources distilled into ``doc_id`` and close its journal entry, atomically."""
         stamp = to_timestamp(self._clock.now())
         with self._db.transaction() as conn:
-            marked = 0
-            for start in range(0, len(source_ids), 500):
-                part = list(source_ids[start : start + 500])
-                cur = conn.execute(
-                    "UPDATE episodes SET distilled_at = ?, distilled_into = ? "
-                    f"WHERE distilled_at IS NULL AND id IN ({','.join('?' * len(part))})",
-                    [stamp, doc_id, *part],
-                )
-                marked += cur.rowcount
+            marked = self._episodic.rows.mark_distilled(conn, source_ids, doc_id, stamp)
             conn.execute(
                 "DELETE FROM distill_journal WHERE collection = ? AND doc_id = ?",
                 (collection, doc_id),

@@ -10,7 +10,9 @@ items (active or compressed; compress skips already compressed ones) whose condi
 Of those, items protected by a never-forget rule, items younger than the grace period, and
 items an earlier policy already claimed are skipped, with the reason. Only then are the
 actions carried out, each audited. ``dry_run=True`` returns the same plan and changes nothing,
-so a dry run reports exactly what a real run would do.
+so a dry run reports exactly what a real run would do. A run that acts on nothing says why
+in its report's ``reason`` (each policy's matches and grace period; the age at which a
+``freshness <`` condition holds, from the configured curve).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from omoide.core.policies import FORGETTABLE_LAYERS, ForgettingPolicy, policies_
 from omoide.core.protection import NeverForget
 from omoide.errors import OmoideError, ValidationError
 from omoide.pipelines.lifecycle import Lifecycle
+from omoide.pipelines.reports import forget_reason
 from omoide.storage import Database
 
 __all__ = [
@@ -92,6 +95,8 @@ class ForgetReport:
     at: datetime
     policies: list[PolicyReport] = field(default_factory=list)
     seconds: float = 0.0
+    #: Why the run acts on nothing, in words ("" when it acts).
+    reason: str = ""
 
     @property
     def plan(self) -> list[PlannedAction]:
@@ -172,7 +177,26 @@ class Forgetting:
                             ItemNote(action.item_id, str(exc), action.collection)
                         )
         report.seconds = self._clock.monotonic() - started
+        if not report.plan:
+            report.reason = self._reason(report)
         return report
+
+    def _reason(self, report: ForgetReport) -> str:
+        """Why no policy acts (see :func:`~omoide.pipelines.reports.forget_reason`)."""
+        live = ("active", "compressed")
+        episodic = self._lifecycle.episodic
+        documents = self._lifecycle.semantic.registry.counts()
+        counts = {
+            "episodic": sum(episodic.count(state=state) for state in live),
+            "semantic": sum(n for (_, state), n in documents.items() if state in live),
+        }
+        by_name = {p.name: p for p in self._policies}
+        matched = [
+            (by_name[r.name], r.candidates, r.skipped[0][1] if r.skipped else None)
+            for r in report.policies
+            if r.name in by_name
+        ]
+        return forget_reason(matched, counts, curve=self._freshness, decay_rate=self._decay_rate)
 
     def plan(self, now: datetime | None = None) -> list[PolicyReport]:
         """What each policy would do now, from one snapshot of the store."""
@@ -230,12 +254,7 @@ class Forgetting:
     def _episode_facts(self, now: datetime) -> list[dict[str, Any]]:
         """The facts conditions read, for every live episode (see EPISODIC_FIELDS)."""
         now_ts = to_timestamp(now)
-        rows = self._db.query(
-            "SELECT id, timestamp, agent_name, event_type, description, context, outcome, "
-            "importance, tags, access_count, last_accessed, decay_rate, scope, protected, "
-            "state, distilled_at FROM episodes WHERE state IN ('active', 'compressed') "
-            "ORDER BY timestamp, id"
-        )
+        rows = self._lifecycle.episodic.rows.live()
         items = []
         for r in rows:
             age = max(0.0, (now_ts - r["timestamp"]) / 86400)
@@ -275,12 +294,7 @@ class Forgetting:
     def _document_facts(self, now: datetime) -> list[dict[str, Any]]:
         """The facts conditions read, for every live document (see SEMANTIC_FIELDS)."""
         now_ts = to_timestamp(now)
-        rows = self._db.query(
-            "SELECT collection, id, content, metadata, agent_name, scope, state, protected, "
-            "subject, version, superseded_by, superseded_at, access_count, last_accessed, "
-            "created_at FROM semantic_docs WHERE state IN ('active', 'compressed') "
-            "ORDER BY collection, created_at, id"
-        )
+        rows = self._lifecycle.semantic.registry.live()
         items = []
         for r in rows:
             meta = json.loads(r["metadata"])

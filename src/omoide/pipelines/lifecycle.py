@@ -1,8 +1,11 @@
 """Moving memories out of sight and back: delete, archive, compress, restore — audited.
 
-Every change is one SQLite transaction that also appends a row to the audit log, holding the
-item as it was (its snapshot, without the embedding). The never-forget triggers check the same
-transaction, so a protected item is refused before anything changes.
+Every change is one SQLite transaction that also appends a row to the audit log
+(:mod:`omoide.pipelines.audit`, which owns it), holding the item as it was (its snapshot,
+without the embedding). The never-forget triggers check the same transaction, so a protected
+item is refused before anything changes. The rows themselves change only through the
+layers' row APIs (:class:`~omoide.layers.episodic.rows.EpisodicRows`,
+:class:`~omoide.layers.semantic.registry.DocumentRegistry`), which keep their tables in step.
 
 * **archive** — the item leaves recall and search but stays in its table (state
   ``archived``); :meth:`Lifecycle.restore` brings it back.
@@ -19,22 +22,19 @@ records the final state, so a crash in between is completed when the store is ne
 
 from __future__ import annotations
 
-import hashlib
 import json
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from omoide.clock import Clock, from_timestamp, to_timestamp
 from omoide.core.models import Episode
-from omoide.core.scope import reader_predicate
-from omoide.core.validation import check_datetime, check_name, check_positive_int
+from omoide.core.validation import check_name
 from omoide.errors import NotFoundError, UnknownLayerError, ValidationError
-from omoide.layers.episodic.context_keys import refresh_keys, remove_keys
-from omoide.layers.episodic.store import EpisodicStore, _fts_body, embedding_text
+from omoide.layers.episodic.store import EpisodicStore, embedding_text
 from omoide.layers.semantic.store import SemanticStore
+from omoide.pipelines.audit import AuditEntry, AuditLog, document_snapshot, episode_snapshot
 from omoide.providers.chunking import split_sentences
 from omoide.providers.embeddings import Embedder
 from omoide.storage import Database
@@ -66,39 +66,6 @@ def summarize(text: str, max_chars: int = 280) -> str:
     return summary
 
 
-@dataclass(frozen=True)
-class AuditEntry:
-    """One row of the audit log."""
-
-    id: int
-    at: datetime
-    run_id: str
-    policy: str
-    layer: str
-    collection: str
-    item_id: str
-    action: str
-    reason: str
-    #: The item before the action (JSON values; no embedding).
-    snapshot: Mapping[str, Any]
-
-
-def _episode_snapshot(row: Any) -> dict[str, Any]:
-    snap = dict(row)  # sqlite3.Row: dict() reads it through keys()
-    snap.pop("rowid", None)
-    snap.pop("embedding", None)
-    for key in ("context", "tags", "refs"):
-        snap[key] = json.loads(snap[key])
-    return snap
-
-
-def _document_snapshot(row: Any) -> dict[str, Any]:
-    snap = dict(row)
-    snap.pop("rowid", None)
-    snap["metadata"] = json.loads(snap["metadata"])
-    return snap
-
-
 class Lifecycle:
     """Delete, archive, compress and restore items of the episodic and semantic layers."""
 
@@ -113,11 +80,14 @@ class Lifecycle:
         summary_chars: int = 280,
     ) -> None:
         self._db = db
-        self._episodic = episodic
-        self._semantic = semantic
+        #: The layers whose items this lifecycle moves (their row APIs, for the pipelines).
+        self.episodic = episodic
+        self.semantic = semantic
         self._embedder = embedder
         self._clock = clock
         self.summary_chars = summary_chars
+        #: The audit log every change of this lifecycle is recorded in.
+        self.log = AuditLog(db, clock)
 
     # -- dispatch ------------------------------------------------------------------------
 
@@ -180,11 +150,11 @@ class Lifecycle:
         with self._db.transaction() as conn:
             if layer == "episodic":
                 row = self._episode_row(conn, item_id)
-                snapshot = _episode_snapshot(row)
+                snapshot = episode_snapshot(row)
             else:
                 row = self._document_row(conn, collection, item_id)
-                snapshot = _document_snapshot(row)
-            self._audit(
+                snapshot = document_snapshot(row)
+            self.log.write(
                 conn,
                 layer=layer,
                 collection=collection,
@@ -202,69 +172,28 @@ class Lifecycle:
                 (layer, collection, item_id, audit_id),
             )
             if layer == "episodic":
-                remove_keys(conn, [int(row["rowid"])])
-                conn.execute("DELETE FROM episodes WHERE rowid = ?", (row["rowid"],))
-                conn.execute("DELETE FROM episodes_fts WHERE rowid = ?", (row["rowid"],))
+                self.episodic.rows.remove(conn, [int(row["rowid"])])
             else:
-                conn.execute(
-                    "UPDATE semantic_docs SET state = 'deleting' WHERE collection = ? AND id = ?",
-                    (collection, item_id),
-                )
+                self.semantic.registry.move(conn, collection, item_id, "deleting")
         if layer == "episodic":
-            self._episodic.forget_vectors([int(row["rowid"])])
+            self.episodic.forget_vectors([int(row["rowid"])])
         else:
-            self._semantic.settle(collection, [item_id])
+            self.semantic.settle(collection, [item_id])
         [entry] = self.audit(item_id, run_id=run_id, limit=1)
         return entry
-
-    def _audit(
-        self,
-        conn: Any,
-        *,
-        layer: str,
-        collection: str,
-        item_id: str,
-        action: str,
-        policy: str,
-        reason: str,
-        run_id: str,
-        snapshot: Mapping[str, Any],
-    ) -> None:
-        conn.execute(
-            "INSERT INTO audit_log(at, run_id, policy, layer, collection, item_id, action, "
-            "reason, snapshot) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                to_timestamp(self._clock.now()),
-                run_id,
-                policy,
-                layer,
-                collection,
-                item_id,
-                action,
-                reason,
-                json.dumps(snapshot, ensure_ascii=False),
-            ),
-        )
 
     # -- episodes ------------------------------------------------------------------------
 
     def _episode_row(self, conn: Any, episode_id: str) -> Any:
-        row = conn.execute("SELECT * FROM episodes WHERE id = ?", (episode_id,)).fetchone()
-        if row is None:
-            raise NotFoundError("episode", episode_id)
-        return row
+        return self.episodic.rows.require(conn, episode_id)
 
     def _archive_episode(self, episode_id: str, *, policy: str, reason: str, run_id: str) -> None:
         with self._db.transaction() as conn:
             row = self._episode_row(conn, episode_id)
             if row["state"] == "archived":
                 return
-            conn.execute(
-                "UPDATE episodes SET state = 'archived', archived_at = ? WHERE rowid = ?",
-                (to_timestamp(self._clock.now()), row["rowid"]),
-            )
-            remove_keys(conn, [int(row["rowid"])])  # out of recall, out of its neighbours' keys
-            self._audit(
+            self.episodic.rows.archive(conn, int(row["rowid"]), to_timestamp(self._clock.now()))
+            self.log.write(
                 conn,
                 layer="episodic",
                 collection="",
@@ -273,9 +202,9 @@ class Lifecycle:
                 policy=policy,
                 reason=reason,
                 run_id=run_id,
-                snapshot=_episode_snapshot(row),
+                snapshot=episode_snapshot(row),
             )
-        self._episodic.forget_vectors([int(row["rowid"])])
+        self.episodic.forget_vectors([int(row["rowid"])])
 
     def _compress_episode(self, episode_id: str, *, policy: str, reason: str, run_id: str) -> None:
         row = self._episode_row(self._db, episode_id)
@@ -288,20 +217,19 @@ class Lifecycle:
         )[0]
         with self._db.transaction() as conn:
             row = self._episode_row(conn, episode_id)  # as it is now, inside the transaction
-            conn.execute(
-                "UPDATE episodes SET description = ?, outcome = ?, context = '{}', embedding = ?, "
-                "state = 'compressed', compressed_at = ? WHERE rowid = ?",
-                (
-                    description,
-                    outcome,
-                    vector.tobytes(),
-                    to_timestamp(self._clock.now()),
-                    row["rowid"],
-                ),
+            self.episodic.rows.change(
+                conn,
+                int(row["rowid"]),
+                {
+                    "description": description,
+                    "outcome": outcome,
+                    "context": "{}",
+                    "embedding": vector.tobytes(),
+                    "state": "compressed",
+                    "compressed_at": to_timestamp(self._clock.now()),
+                },
             )
-            self._reindex_text(conn, row, description, outcome)
-            refresh_keys(conn, [int(row["rowid"])])
-            self._audit(
+            self.log.write(
                 conn,
                 layer="episodic",
                 collection="",
@@ -310,17 +238,15 @@ class Lifecycle:
                 policy=policy,
                 reason=reason,
                 run_id=run_id,
-                snapshot=_episode_snapshot(row),
+                snapshot=episode_snapshot(row),
             )
-        self._episodic.forget_vectors(None)
+        self.episodic.forget_vectors(None)
 
     def _delete_episode(self, episode_id: str, *, policy: str, reason: str, run_id: str) -> None:
         with self._db.transaction() as conn:
             row = self._episode_row(conn, episode_id)
-            remove_keys(conn, [int(row["rowid"])])
-            conn.execute("DELETE FROM episodes WHERE rowid = ?", (row["rowid"],))
-            conn.execute("DELETE FROM episodes_fts WHERE rowid = ?", (row["rowid"],))
-            self._audit(
+            self.episodic.rows.remove(conn, [int(row["rowid"])])
+            self.log.write(
                 conn,
                 layer="episodic",
                 collection="",
@@ -329,26 +255,9 @@ class Lifecycle:
                 policy=policy,
                 reason=reason,
                 run_id=run_id,
-                snapshot=_episode_snapshot(row),
+                snapshot=episode_snapshot(row),
             )
-        self._episodic.forget_vectors([int(row["rowid"])])
-
-    @staticmethod
-    def _reindex_text(conn: Any, row: Any, description: str, outcome: str | None) -> None:
-        conn.execute("DELETE FROM episodes_fts WHERE rowid = ?", (row["rowid"],))
-        conn.execute(
-            "INSERT INTO episodes_fts(rowid, body) VALUES (?, ?)",
-            (
-                row["rowid"],
-                _fts_body(
-                    row["agent_name"],
-                    row["event_type"],
-                    description,
-                    outcome,
-                    json.loads(row["tags"]),
-                ),
-            ),
-        )
+        self.episodic.forget_vectors([int(row["rowid"])])
 
     def _restore_episode(self, episode_id: str, *, reason: str, run_id: str) -> str:
         row = self._episode_row(self._db, episode_id)
@@ -360,50 +269,42 @@ class Lifecycle:
             "policy": "restore",
             "reason": reason,
             "run_id": run_id,
-            "snapshot": _episode_snapshot(row),
+            "snapshot": episode_snapshot(row),
         }
         if row["state"] == "archived":
             with self._db.transaction() as conn:
-                conn.execute(
-                    "UPDATE episodes SET archived_at = NULL, state = CASE WHEN compressed_at "
-                    "IS NULL THEN 'active' ELSE 'compressed' END WHERE rowid = ?",
-                    (row["rowid"],),
-                )
-                refresh_keys(conn, [int(row["rowid"])])
-                self._audit(conn, **audit)
+                self.episodic.rows.unarchive(conn, int(row["rowid"]))
+                self.log.write(conn, **audit)
         elif row["state"] == "compressed":
-            original = self._last_snapshot("episodic", "", episode_id, "compress")
+            original = self.log.last_snapshot("episodic", "", episode_id, "compress")
             description = str(original["description"])
             outcome = original.get("outcome")
             vector = self._embedder.embed_passages(
                 [embedding_text(row["agent_name"], description, outcome)]
             )[0]
             with self._db.transaction() as conn:
-                conn.execute(
-                    "UPDATE episodes SET description = ?, outcome = ?, context = ?, "
-                    "embedding = ?, state = 'active', compressed_at = NULL WHERE rowid = ?",
-                    (
-                        description,
-                        outcome,
-                        json.dumps(original.get("context") or {}, ensure_ascii=False),
-                        vector.tobytes(),
-                        row["rowid"],
-                    ),
+                self.episodic.rows.change(
+                    conn,
+                    int(row["rowid"]),
+                    {
+                        "description": description,
+                        "outcome": outcome,
+                        "context": json.dumps(original.get("context") or {}, ensure_ascii=False),
+                        "embedding": vector.tobytes(),
+                        "state": "active",
+                        "compressed_at": None,
+                    },
                 )
-                self._reindex_text(conn, row, description, outcome)
-                refresh_keys(conn, [int(row["rowid"])])
-                self._audit(conn, **audit)
+                self.log.write(conn, **audit)
         else:
             raise ValidationError("id", f"episode {episode_id!r} is not archived or compressed")
-        self._episodic.forget_vectors(None)
+        self.episodic.forget_vectors(None)
         return "episodic"
 
     # -- documents -----------------------------------------------------------------------
 
     def _document_row(self, conn: Any, collection: str, doc_id: str) -> Any:
-        row = conn.execute(
-            "SELECT * FROM semantic_docs WHERE collection = ? AND id = ?", (collection, doc_id)
-        ).fetchone()
+        row = self.semantic.registry.row(conn, collection, doc_id)
         if row is None:
             raise NotFoundError("document", f"{collection}/{doc_id}")
         return row
@@ -432,14 +333,8 @@ class Lifecycle:
             row = self._document_row(conn, collection, doc_id)
             if row["state"] in ("archived", "archiving", "deleting"):
                 return
-            stamp = to_timestamp(self._clock.now())
-            conn.execute(
-                "UPDATE semantic_docs SET state = ?, "
-                "archived_at = CASE WHEN ? = 'archiving' THEN ? ELSE archived_at END "
-                "WHERE collection = ? AND id = ?",
-                (state, state, stamp, collection, doc_id),
-            )
-            self._audit(
+            self.semantic.registry.move(conn, collection, doc_id, state)
+            self.log.write(
                 conn,
                 layer="semantic",
                 collection=collection,
@@ -448,9 +343,9 @@ class Lifecycle:
                 policy=policy,
                 reason=reason,
                 run_id=run_id,
-                snapshot=_document_snapshot(row),
+                snapshot=document_snapshot(row),
             )
-        self._semantic.settle(collection, [doc_id])
+        self.semantic.settle(collection, [doc_id])
 
     def _compress_document(
         self, collection: str, doc_id: str, *, policy: str, reason: str, run_id: str
@@ -469,8 +364,10 @@ class Lifecycle:
                 "compressed_at": now.isoformat(),
                 "original_chars": len(row["content"]),
             }
-            self._rewrite_document(conn, row, summary, metadata, compressed_at=to_timestamp(now))
-            self._audit(
+            self.semantic.registry.rewrite(
+                conn, row, summary, metadata, compressed_at=to_timestamp(now)
+            )
+            self.log.write(
                 conn,
                 layer="semantic",
                 collection=collection,
@@ -479,31 +376,9 @@ class Lifecycle:
                 policy=policy,
                 reason=reason,
                 run_id=run_id,
-                snapshot=_document_snapshot(row),
+                snapshot=document_snapshot(row),
             )
-        self._semantic.settle(collection, [doc_id])
-
-    @staticmethod
-    def _rewrite_document(
-        conn: Any,
-        row: Any,
-        content: str,
-        metadata: Mapping[str, Any],
-        *,
-        compressed_at: float | None,
-    ) -> None:
-        conn.execute(
-            "UPDATE semantic_docs SET content = ?, metadata = ?, content_hash = ?, "
-            "compressed_at = ?, state = 'pending' WHERE collection = ? AND id = ?",
-            (
-                content,
-                json.dumps(dict(metadata), ensure_ascii=False),
-                hashlib.sha256(content.encode()).hexdigest(),
-                compressed_at,
-                row["collection"],
-                row["id"],
-            ),
-        )
+        self.semantic.settle(collection, [doc_id])
 
     def _restore_document(self, collection: str, doc_id: str, *, reason: str, run_id: str) -> str:
         row = self._document_row(self._db, collection, doc_id)
@@ -515,32 +390,28 @@ class Lifecycle:
             "policy": "restore",
             "reason": reason,
             "run_id": run_id,
-            "snapshot": _document_snapshot(row),
+            "snapshot": document_snapshot(row),
         }
         if row["state"] == "archived":
             with self._db.transaction() as conn:
-                conn.execute(
-                    "UPDATE semantic_docs SET state = 'pending', archived_at = NULL "
-                    "WHERE collection = ? AND id = ?",
-                    (collection, doc_id),
-                )
-                self._audit(conn, **audit)
+                self.semantic.registry.unarchive(conn, collection, doc_id)
+                self.log.write(conn, **audit)
         elif row["state"] == "compressed":
-            original = self._last_snapshot("semantic", collection, doc_id, "compress")
+            original = self.log.last_snapshot("semantic", collection, doc_id, "compress")
             with self._db.transaction() as conn:
-                self._rewrite_document(
+                self.semantic.registry.rewrite(
                     conn,
                     row,
                     str(original["content"]),
                     original.get("metadata") or {},
                     compressed_at=None,
                 )
-                self._audit(conn, **audit)
+                self.log.write(conn, **audit)
         else:
             raise ValidationError(
                 "id", f"document {collection}/{doc_id} is not archived or compressed"
             )
-        self._semantic.settle(collection, [doc_id])
+        self.semantic.settle(collection, [doc_id])
         return "semantic"
 
     # -- restore and audit ---------------------------------------------------------------
@@ -557,10 +428,10 @@ class Lifecycle:
         run_id = f"capacity-{uuid.uuid4().hex[:12]}"
         with self._db.transaction() as conn:
             for episode in episodes:
-                row = conn.execute("SELECT * FROM episodes WHERE id = ?", (episode.id,)).fetchone()
+                row = self.episodic.rows.row(conn, episode.id)
                 if row is None:
                     continue
-                self._audit(
+                self.log.write(
                     conn,
                     layer="episodic",
                     collection="",
@@ -573,7 +444,7 @@ class Lifecycle:
                         else f"over capacity; moved to {collection}/episode-{episode.id}"
                     ),
                     run_id=run_id,
-                    snapshot=_episode_snapshot(row),
+                    snapshot=episode_snapshot(row),
                 )
 
     def restore(
@@ -596,16 +467,13 @@ class Lifecycle:
         if (
             layer in (None, "episodic")
             and collection is None
-            and self._db.scalar("SELECT 1 FROM episodes WHERE id = ?", (item_id,))
+            and self.episodic.rows.exists(item_id)
         ):
             places.append(("episodic", ""))
         if layer in (None, "semantic"):
-            sql = "SELECT collection FROM semantic_docs WHERE id = ?"
-            params: list[Any] = [item_id]
-            if collection is not None:
-                sql += " AND collection = ?"
-                params.append(collection)
-            places.extend(("semantic", r[0]) for r in self._db.query(sql, params))
+            places.extend(
+                ("semantic", c) for c in self.semantic.registry.collections_of(item_id, collection)
+            )
         if not places:
             raise NotFoundError("item", item_id)
         if len(places) > 1:
@@ -618,19 +486,6 @@ class Lifecycle:
         if found_layer == "episodic":
             return self._restore_episode(item_id, reason=reason, run_id=run_id)
         return self._restore_document(found_collection, item_id, reason=reason, run_id=run_id)
-
-    def _last_snapshot(
-        self, layer: str, collection: str, item_id: str, action: str
-    ) -> dict[str, Any]:
-        row = self._db.query_one(
-            "SELECT snapshot FROM audit_log WHERE layer = ? AND collection = ? AND item_id = ? "
-            "AND action = ? ORDER BY id DESC LIMIT 1",
-            (layer, collection, item_id, action),
-        )
-        if row is None:
-            raise NotFoundError("audit snapshot", f"{layer}/{item_id}")
-        snapshot: dict[str, Any] = json.loads(row[0])
-        return snapshot
 
     def audit(
         self,
@@ -646,51 +501,16 @@ class Lifecycle:
         reader: str | None = None,
         reader_teams: Iterable[str] = (),
     ) -> list[AuditEntry]:
-        """Audit rows, newest first, filtered by any of the arguments.
-
-        With ``reader``, only rows whose snapshot is of an item that agent may read (by the
-        owner and scope the item had): a snapshot holds the item's content.
-        """
-        pred, params = reader_predicate(
-            reader,
-            reader_teams,
-            owner_column="json_extract(snapshot, '$.agent_name')",
-            scope_column="json_extract(snapshot, '$.scope')",
+        """Audit rows, newest first (see :meth:`omoide.pipelines.audit.AuditLog.entries`)."""
+        return self.log.entries(
+            item_id,
+            policy=policy,
+            layer=layer,
+            action=action,
+            run_id=run_id,
+            since=since,
+            until=until,
+            limit=limit,
+            reader=reader,
+            reader_teams=reader_teams,
         )
-        where: list[str] = [pred]
-        for column, value in (
-            ("item_id", item_id),
-            ("policy", policy),
-            ("layer", layer),
-            ("action", action),
-            ("run_id", run_id),
-        ):
-            if value is not None:
-                where.append(f"{column} = ?")
-                params.append(check_name(column, value))
-        if since is not None:
-            where.append("at >= ?")
-            params.append(to_timestamp(check_datetime("since", since)))
-        if until is not None:
-            where.append("at <= ?")
-            params.append(to_timestamp(check_datetime("until", until)))
-        params.append(check_positive_int("limit", limit))
-        rows = self._db.query(
-            f"SELECT * FROM audit_log WHERE {' AND '.join(where)} ORDER BY id DESC LIMIT ?",
-            params,
-        )
-        return [
-            AuditEntry(
-                id=int(r["id"]),
-                at=from_timestamp(r["at"]),
-                run_id=r["run_id"],
-                policy=r["policy"],
-                layer=r["layer"],
-                collection=r["collection"],
-                item_id=r["item_id"],
-                action=r["action"],
-                reason=r["reason"],
-                snapshot=json.loads(r["snapshot"]),
-            )
-            for r in rows
-        ]

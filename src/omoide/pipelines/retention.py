@@ -127,11 +127,8 @@ class Retention:
             planned.add(doc_id)
             report.actions.append(PlannedAction(policy, "semantic", name, doc_id, action, reason))
 
-        for row in self._db.query(
-            "SELECT id, protected FROM semantic_docs WHERE collection=? AND state='active' "
-            "AND expires_at IS NOT NULL AND expires_at <= ? ORDER BY expires_at, id",
-            (name, to_timestamp(now)),
-        ):
+        registry = self._semantic.registry
+        for row in registry.expired(name, to_timestamp(now)):
             if row["protected"]:
                 kept += 1
             else:
@@ -139,11 +136,7 @@ class Retention:
 
         if spec.retention_days is not None:
             cutoff = now - timedelta(days=spec.retention_days)
-            for row in self._db.query(
-                "SELECT id, protected FROM semantic_docs WHERE collection=? AND state='active' "
-                "AND updated_at < ? ORDER BY updated_at, id",
-                (name, to_timestamp(cutoff)),
-            ):
+            for row in registry.unwritten_since(name, to_timestamp(cutoff)):
                 if row["id"] in planned:
                     continue
                 if row["protected"]:
@@ -158,22 +151,11 @@ class Retention:
                     )
 
         if spec.on_full == "archive_lowest":
-            held = int(
-                self._db.scalar(
-                    "SELECT COUNT(*) FROM semantic_docs WHERE collection=? "
-                    "AND state IN ('active', 'pending')",
-                    (name,),
-                )
-            )
+            held = registry.count(name, "active") + registry.count(name, "pending")
             excess = held - len(planned) - spec.max_docs
             if excess > 0:
-                rows = self._db.query(
-                    "SELECT id FROM semantic_docs WHERE collection=? AND state='active' "
-                    "AND protected=0 ORDER BY access_count ASC, "
-                    "COALESCE(last_accessed, updated_at) ASC, id LIMIT ?",
-                    (name, excess + len(planned)),
-                )
-                lowest = [r["id"] for r in rows if r["id"] not in planned][:excess]
+                rows = registry.least_used(name, excess + len(planned))
+                lowest = [doc_id for doc_id in rows if doc_id not in planned][:excess]
                 for doc_id in lowest:
                     plan(
                         doc_id,

@@ -71,7 +71,7 @@ class Maintained(Protocol):
     def clock(self) -> Clock: ...
 
     @property
-    def db(self) -> Database | None: ...
+    def db(self) -> Database: ...
 
     def maintain(self) -> MaintenanceReport:
         """Run distillation, forgetting and collection policies once."""
@@ -101,7 +101,6 @@ class Scheduler:
 
     def last_run(self) -> datetime | None:
         """When maintenance last completed on this store (by any process), if ever."""
-        assert self.memory.db is not None
         value = self.memory.db.get_meta(LAST_RUN_KEY)
         return None if value is None else from_timestamp(float(value))
 

@@ -43,8 +43,9 @@ __all__ = [
     "parse_knowledge",
 ]
 
-#: The kinds of knowledge distillation writes (article section 7).
-CATEGORIES = ("decision_pattern", "error_pattern", "optimization", "preference")
+#: The kinds of knowledge distillation writes (article section 7), and ``observation`` for
+#: episodes that are none of them (notes, messages, routine reports): no signal is not a decision.
+CATEGORIES = ("decision_pattern", "error_pattern", "optimization", "preference", "observation")
 
 _CATEGORY_OF_EVENT = {
     "error": "error_pattern",
@@ -117,7 +118,7 @@ def _category(episodes: Sequence[Episode]) -> str:
     votes = Counter(_CATEGORY_OF_EVENT.get(e.event_type.lower(), "") for e in episodes)
     votes.pop("", None)
     if not votes:
-        return "decision_pattern"
+        return "observation"
     best = max(votes.values())
     return next(c for c in CATEGORIES if votes.get(c) == best)
 
@@ -168,7 +169,8 @@ _SYSTEM_PROMPT = (
     "you are given, extract ONE general lesson or pattern. Answer with a JSON object only, no "
     "prose, with exactly these keys:\n"
     '  "summary": one or two sentences stating the lesson, in the language of the episodes;\n'
-    '  "category": one of "decision_pattern", "error_pattern", "optimization", "preference";\n'
+    '  "category": one of "decision_pattern", "error_pattern", "optimization", "preference", '
+    '"observation" (a recurring fact that is none of the others);\n'
     '  "confidence": a number from 0.0 to 1.0, how well the episodes support the lesson.'
 )
 

@@ -71,6 +71,7 @@ from omoide.core.validation import check_datetime, check_name, check_positive_in
 from omoide.errors import NotFoundError, UnknownLayerError, ValidationError
 from omoide.layers.episodic.store import episode_text
 from omoide.layers.procedural import trigger_match
+from omoide.layers.working import session_exists
 from omoide.recall.context import (
     Context,
     ContextItem,
@@ -106,6 +107,9 @@ class Router:
         layers: Sequence[str] | None = None,
         now: datetime | str | None = None,
     ) -> Context:
+        """One question in, one token-budgeted context out. Long because it is the pipeline's
+        outline (check, route, gather per layer, pack, touch, log), read top to bottom.
+        """
         mem = self._mem
         config = mem.config.router
         query = check_text("query", query, max_chars=MAX_QUERY_CHARS)
@@ -166,11 +170,7 @@ class Router:
 
     def _working(self, agent: str, session: str, now: datetime, plan: Route) -> list[ContextItem]:
         mem = self._mem
-        assert mem.db is not None
-        exists = mem.db.query_one(
-            "SELECT 1 FROM working_sessions WHERE agent_name=? AND session_id=?", (agent, session)
-        )
-        if exists is None:
+        if not session_exists(mem.db, agent, session):
             return []
         wm = mem.working(agent, session)
         items = [
@@ -206,6 +206,9 @@ class Router:
     def _episodic(
         self, query: str, agent: str, teams: frozenset[str], now: datetime, plan: Route
     ) -> list[ContextItem]:
+        """Episodes as context items with their score and why. Long because each signal of the
+        documented score (text, meaning, priors, author, time range) adds to the same item in turn.
+        """
         mem = self._mem
         config = mem.config.router
         found = {
@@ -282,6 +285,10 @@ class Router:
     def _semantic(
         self, query: str, agent: str, teams: frozenset[str], plan: Route
     ) -> list[ContextItem]:
+        """Documents as context items with their score and why. Long because each documented signal
+        (words, meaning, versions, identifiers, importance, author, provenance) adjusts the same hit
+        in turn.
+        """
         mem = self._mem
         weight = plan.weights["semantic"]
         items = []

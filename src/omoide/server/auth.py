@@ -37,7 +37,6 @@ def bearer_token(authorization: str | None) -> str | None:
 
 def caller_for_key(mem: Memory, key: str | None) -> Caller:
     """The caller a key stands for (AuthenticationError if there is none or it is unknown)."""
-    assert mem.db is not None
     return Caller.for_key(mem, KeyStore(mem.db, clock=mem.clock).verify(key))
 
 

@@ -38,6 +38,7 @@ from omoide.server.observe import LOG, LOG_CONFIG, LOG_SLOT, RequestLog, install
 from omoide.server.pipeline_routes import pipeline_routers
 from omoide.server.problems import ERROR_RESPONSES, STATUS_CODES, install_error_handlers, status_of
 from omoide.server.routing import PREFIX, route, strict_query
+from omoide.server.ui import mount_dashboard
 from omoide.service.local import LocalOperations
 
 __all__ = ["DEFAULT_PORT", "STATUS_CODES", "create_app", "serve", "status_of"]
@@ -347,7 +348,12 @@ def _store_router() -> APIRouter:
 
 
 def create_app(
-    mem: Memory, *, mcp: bool = True, host: str = "127.0.0.1", maintenance: bool = False
+    mem: Memory,
+    *,
+    mcp: bool = True,
+    host: str = "127.0.0.1",
+    maintenance: bool = False,
+    dashboard: bool = True,
 ) -> FastAPI:
     """The REST API (and, with ``mcp``, the MCP endpoint at ``/mcp``) over ``mem``.
 
@@ -413,6 +419,7 @@ def create_app(
             dependencies=[Depends(strict_query)],
         )
     app.router.routes.extend(routes)
+    mount_dashboard(app, mem, enabled=dashboard)  # /ui, unless server.dashboard is false
 
     @app.get("/healthz", response_model=s.Health, tags=["health"])
     def healthz() -> Any:
@@ -430,12 +437,13 @@ def serve(
     mcp: bool = True,
     log_level: str = "info",
     maintenance: bool = True,
+    dashboard: bool = True,
 ) -> None:
     """Run the server until interrupted (uvicorn, one process owning ``mem``), with the daily
     maintenance in a background thread unless ``maintenance`` is False."""
     import uvicorn
 
-    app = create_app(mem, mcp=mcp, host=host, maintenance=maintenance)
+    app = create_app(mem, mcp=mcp, host=host, maintenance=maintenance, dashboard=dashboard)
     config = {**LOG_CONFIG, "loggers": dict(LOG_CONFIG["loggers"])}
     config["loggers"]["omoide"] = {**config["loggers"]["omoide"], "level": log_level.upper()}
     uvicorn.run(app, host=host, port=port, log_level=log_level, log_config=config)

@@ -13,10 +13,9 @@ from datetime import datetime
 from typing import Any
 
 from omoide.core.ids import check_client_id
-from omoide.core.scope import reader_predicate
 from omoide.errors import NotFoundError, ValidationError
 from omoide.layers.semantic.store import content_id
-from omoide.layers.working import WorkingMemory
+from omoide.layers.working import WorkingMemory, session_exists
 from omoide.service.caller import OperationsBase, json_dict, store_lock
 
 __all__ = ["LayerOperations"]
@@ -111,9 +110,6 @@ class LayerOperations(OperationsBase):
         episode_id = self._episode_id(episode_id)
         return _json(self.mem.episodic.get(episode_id, **self._reader))
 
-    def _episode_id(self, given: str) -> str:
-        return self._full_id("episode_id", given, "episodes")
-
     def list_episodes(
         self,
         *,
@@ -198,15 +194,10 @@ class LayerOperations(OperationsBase):
         """Each collection's policy beside its usage. ``documents`` counts what the caller
         may read; the whole-store figures (states, expired, chunks, usage) are for callers
         who read everything, and ``full`` (the cap reached) is for all."""
-        assert self.mem.db is not None
-        scope_sql, params = reader_predicate(self.caller.reader, self.caller.teams)
         out = []
+        registry = self.mem.semantic.registry
         for stats in self.mem.collection_stats():
-            count = self.mem.db.scalar(
-                f"SELECT COUNT(*) FROM semantic_docs WHERE collection=? AND state='active' "
-                f"AND {scope_sql}",
-                (stats.name, *params),
-            )
+            count = registry.visible_count(stats.name, self.caller.reader, self.caller.teams)
             whole = self.caller.read_all
             out.append(
                 {
@@ -274,7 +265,7 @@ class LayerOperations(OperationsBase):
         return [{**_json(h), "similarity": h.similarity} for h in hits]
 
     def get_document(self, collection: str, doc_id: str) -> dict[str, Any]:
-        doc_id = self._full_id("doc_id", doc_id, "semantic_docs", collection)
+        doc_id = self._document_id(doc_id, collection)
         return _json(self.mem.semantic.get(collection, doc_id, **self._reader))
 
     def list_documents(
@@ -284,7 +275,7 @@ class LayerOperations(OperationsBase):
         return [_json(d) for d in docs]
 
     def delete_document(self, collection: str, doc_id: str) -> dict[str, Any]:
-        doc_id = self._full_id("doc_id", doc_id, "semantic_docs", collection)
+        doc_id = self._document_id(doc_id, collection)
         with store_lock(self.mem):
             current = self.mem.semantic.get(collection, doc_id, **self._reader)
             self._check_owner("document", f"{collection}/{doc_id}", current.agent_name)
@@ -360,14 +351,8 @@ class LayerOperations(OperationsBase):
         self, session_id: str, *, create: bool = True, max_tokens: int | None = None
     ) -> WorkingMemory:
         agent = self._writer()
-        if not create:
-            assert self.mem.db is not None
-            exists = self.mem.db.query_one(
-                "SELECT 1 FROM working_sessions WHERE agent_name=? AND session_id=?",
-                (agent, session_id),
-            )
-            if exists is None:
-                raise NotFoundError("working session", f"{agent}/{session_id}")
+        if not create and not session_exists(self.mem.db, agent, session_id):
+            raise NotFoundError("working session", f"{agent}/{session_id}")
         return self.mem.working(agent, session_id, max_tokens)
 
     def working(

@@ -16,7 +16,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from omoide.core.scope import reader_predicate
 from omoide.core.validation import check_name
 from omoide.errors import NotFoundError, PermissionDeniedError, UnknownLayerError, ValidationError
 from omoide.ingest.indexing import ProgressCallback
@@ -113,16 +112,12 @@ class PipelineOperations(OperationsBase):
     def _visible(self, layer: str, collection: str | None, item_id: str) -> bool:
         """Whether the caller may read an item of a plan (by layer, collection and id; a
         semantic item of unknown collection is not visible)."""
-        assert self.mem.db is not None
-        pred, params = reader_predicate(self.caller.reader, self.caller.teams)
+        reader, teams = self.caller.reader, self.caller.teams
         if layer == "episodic":
-            sql, args = "SELECT 1 FROM episodes WHERE id=?", [item_id]
-        else:
-            if not collection:
-                return False
-            sql = "SELECT 1 FROM semantic_docs WHERE id=? AND collection=?"
-            args = [item_id, collection]
-        return self.mem.db.scalar(f"{sql} AND {pred} LIMIT 1", (*args, *params)) is not None
+            return self.mem.episodic.rows.is_visible(item_id, reader, teams)
+        if not collection:
+            return False
+        return self.mem.semantic.registry.is_visible(collection, item_id, reader, teams)
 
     # -- audit and restore -------------------------------------------------------------
 
@@ -151,15 +146,7 @@ class PipelineOperations(OperationsBase):
                 "collection": None,
                 "item": _object(self.mem.episodic.get(item_id)),
             }
-        assert self.mem.db is not None
-        where = [
-            r[0]
-            for r in self.mem.db.query(
-                "SELECT collection FROM semantic_docs WHERE id=?"
-                + (" AND collection=?" if collection else ""),
-                (item_id, collection) if collection else (item_id,),
-            )
-        ]
+        where = self.mem.semantic.registry.collections_of(item_id, collection or None)
         doc = self.mem.semantic.get(where[0], item_id)
         return {"layer": found, "collection": where[0], "item": _object(doc)}
 
@@ -176,29 +163,27 @@ class PipelineOperations(OperationsBase):
         )
 
     def _item_id(self, given: str, layer: str | None, collection: str | None) -> str:
-        """The whole id a unique prefix stands for, in the layer (or either) it names."""
-        assert self.mem.db is not None
+        """The whole id a unique prefix stands for, in the layer (or either) it names; an
+        id that some item has is itself."""
+        if not plain_name(given) or (collection is not None and not plain_name(collection, 1)):
+            return given  # the lifecycle names what is wrong
         names = (layer,) if layer is not None else ("episodic", "semantic")
-        tables = [
-            t for n, t in (("episodic", "episodes"), ("semantic", "semantic_docs")) if n in names
-        ]
-        if not plain_name(given) or any(
-            self.mem.db.query_one(f"SELECT 1 FROM {t} WHERE id=?", (given,)) for t in tables
+        episodic = "episodic" in names and collection is None
+        semantic = "semantic" in names
+        registry = self.mem.semantic.registry
+        if (episodic and self.mem.episodic.rows.exists(given)) or (
+            semantic and registry.collections_of(given, collection)
         ):
             return given
-        for table in tables:
-            place = collection if table == "semantic_docs" else None
-            found = self._full_id("id", given, table, place)
-            if found != given:
-                return found
-        return given
+        if episodic and (found := self._episode_id(given)) != given:
+            return found
+        return self._document_id(given, collection, "id") if semantic else given
 
     def _own_restore_place(
         self, item_id: str, layer: str | None, collection: str | None
     ) -> tuple[str, str | None]:
         """The one place (layer, collection) where the caller owns ``item_id``; NotFoundError
         (the same as for a missing id) when it owns none there."""
-        assert self.mem.db is not None
         check_name("id", item_id)
         if layer is not None and layer not in LAYERS:
             raise UnknownLayerError(layer, list(LAYERS))
@@ -209,18 +194,12 @@ class PipelineOperations(OperationsBase):
         if (
             layer in (None, "episodic")
             and collection is None
-            and self.mem.db.scalar(
-                "SELECT 1 FROM episodes WHERE id=? AND agent_name=?", (item_id, agent)
-            )
+            and self.mem.episodic.rows.owned_by(item_id, agent)
         ):
             places.append(("episodic", None))
         if layer in (None, "semantic"):
-            sql = "SELECT collection FROM semantic_docs WHERE id=? AND agent_name=?"
-            args: list[Any] = [item_id, agent]
-            if collection is not None:
-                sql += " AND collection=?"
-                args.append(collection)
-            places += [("semantic", r[0]) for r in self.mem.db.query(sql, args)]
+            owned = self.mem.semantic.registry.owned_collections(item_id, agent, collection)
+            places += [("semantic", c) for c in owned]
         if not places:
             raise NotFoundError("item", item_id)
         if len(places) > 1:

@@ -13,12 +13,12 @@ from __future__ import annotations
 import dataclasses
 import threading
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from omoide.core.scope import reader_predicate, teams_of
+from omoide.core.scope import teams_of
 from omoide.core.validation import check_datetime, check_name
 from omoide.errors import AlreadyExistsError, PermissionDeniedError, ValidationError
 from omoide.memory import Memory
@@ -124,9 +124,10 @@ def store_lock(mem: Memory) -> threading.Lock:
         return _STORE_LOCKS.setdefault(mem, threading.Lock())
 
 
-def plain_name(value: Any) -> bool:
-    """Whether ``value`` can be looked up as an id (or its prefix): a valid name."""
-    if not isinstance(value, str) or len(value) < MIN_PREFIX:
+def plain_name(value: Any, minimum: int = MIN_PREFIX) -> bool:
+    """Whether ``value`` can be looked up as an id (or its prefix): a valid name of at least
+    ``minimum`` characters."""
+    if not isinstance(value, str) or len(value) < minimum:
         return False
     try:
         check_name("id", value)
@@ -227,49 +228,60 @@ class OperationsBase:
         403 naming its owner (the caller can read that); one it may not read answers 409
         "taken" without an owner, the same whoever holds it: an explicit id is a name in a
         collection-wide namespace, and the refusal tells only that the name is in use."""
-        assert self.mem.db is not None
         self.mem.semantic.count(collection)  # validates the collection name
-        pred, params = reader_predicate(self.caller.reader, self.caller.teams)
+        registry = self.mem.semantic.registry
         for doc_id in ids:
             if not isinstance(doc_id, str):
                 continue  # the store names the bad id
-            row = self.mem.db.query_one(
-                f"SELECT agent_name, {pred} AS readable FROM semantic_docs "
-                "WHERE collection=? AND id=?",
-                (*params, collection, doc_id),
-            )
-            if row is None or self.caller.change_all or row["agent_name"] == self.caller.agent:
+            held = registry.holder(collection, doc_id, self.caller.reader, self.caller.teams)
+            if held is None or self.caller.change_all or held[0] == self.caller.agent:
                 continue
-            if not row["readable"]:
+            if not held[1]:
                 raise AlreadyExistsError(
                     f"document id {doc_id!r} is taken in {collection!r}; choose another id"
                 )
-            self._check_owner("document", f"{collection}/{doc_id}", row["agent_name"])
+            self._check_owner("document", f"{collection}/{doc_id}", held[0])
 
-    def _full_id(self, field: str, given: str, table: str, collection: str | None = None) -> str:
-        """The id that ``given`` stands for: itself when an item has it, else the one id
-        among the items the caller may read that starts with it (git-style). Ambiguous
-        prefixes are refused with the candidates; anything else is returned unchanged, for
-        the layer to answer (not found, bad name)."""
-        assert self.mem.db is not None
-        if not plain_name(given) or (collection is not None and not plain_name(collection)):
-            return given  # the layer names what is wrong with it
-        place, place_args = (" AND collection=?", (collection,)) if collection else ("", ())
-        if self.mem.db.query_one(f"SELECT 1 FROM {table} WHERE id=?{place}", (given, *place_args)):
+    def _full_id(
+        self,
+        field: str,
+        given: str,
+        exists: Callable[[str], bool],
+        starting: Callable[[str], list[str]],
+    ) -> str:
+        """The id that ``given`` stands for: itself when an item has it (``exists``), else
+        the one id among the items the caller may read that starts with it (``starting``,
+        git-style). An ambiguous prefix is refused with the candidates; anything else is
+        returned unchanged, for the layer to answer (not found, bad name)."""
+        if not plain_name(given) or exists(given):
             return given
-        pred, params = reader_predicate(self.caller.reader, self.caller.teams)
-        rows = self.mem.db.query(  # a range of the primary key: the ids starting with it
-            f"SELECT DISTINCT id FROM {table} WHERE id >= ? AND id < ?{place} AND {pred} "
-            "ORDER BY id LIMIT 11",
-            (given, given + "\U0010ffff", *place_args, *params),
-        )
-        ids = [str(r[0]) for r in rows]
+        ids = starting(given)
         if len(ids) == 1:
             return ids[0]
         if ids:
             shown = ", ".join(ids[:10]) + (", …" if len(ids) > 10 else "")
             raise ValidationError(field, f"{given!r} is ambiguous; it starts: {shown}")
         return given
+
+    def _episode_id(self, given: str) -> str:
+        rows = self.mem.episodic.rows
+        return self._full_id(
+            "episode_id",
+            given,
+            rows.exists,
+            lambda p: rows.ids_starting(p, self.caller.reader, self.caller.teams),
+        )
+
+    def _document_id(self, given: str, collection: str | None, field: str = "doc_id") -> str:
+        registry = self.mem.semantic.registry
+        if collection is not None and not plain_name(collection, 1):
+            return given
+        return self._full_id(
+            field,
+            given,
+            lambda i: bool(registry.collections_of(i, collection)),
+            lambda p: registry.ids_starting(p, collection, self.caller.reader, self.caller.teams),
+        )
 
     @staticmethod
     def _refuse_agent_field(fields: Mapping[str, Any], name: str) -> None:

@@ -23,10 +23,10 @@ whole-store ones.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from typing import Any
 
-from omoide.core.scope import reader_predicate
+from omoide.layers.working import pin_tokens, session_usage
 from omoide.memory import Memory
 from omoide.service._layer_ops import LayerOperations
 from omoide.service._pipeline_ops import PipelineOperations
@@ -66,7 +66,6 @@ class LocalOperations(LayerOperations, PipelineOperations):
 
     def _keys(self) -> KeyStore:
         self._require_admin("managing API keys")
-        assert self.mem.db is not None
         return KeyStore(self.mem.db, clock=self.mem.clock)
 
     def add_key(self, agent_name: str, *, admin: bool = False, label: str = "") -> dict[str, Any]:
@@ -86,78 +85,34 @@ def layer_stats(mem: Memory, caller: Caller) -> dict[str, Any]:
     Sizes are the bytes of what each layer stores (text, JSON fields and episode vectors);
     the files on disk are reported separately, to admins.
     """
-    db = mem.db
-    assert db is not None
-    pred, params = reader_predicate(caller.reader, caller.teams)
+    reader, teams = caller.reader, caller.teams
     agents: dict[str, dict[str, int]] = {}
 
-    def per_agent(sql: str, args: Sequence[Any], fields: Sequence[str]) -> None:
-        for row in db.query(sql, args):
-            entry = agents.setdefault(row[0] or "", {})
-            for i, name in enumerate(fields, start=1):
-                entry[name] = entry.get(name, 0) + int(row[i] or 0)
+    def per_agent(usage: dict[str, tuple[int, int]], fields: tuple[str, str]) -> None:
+        for agent, figures in usage.items():
+            entry = agents.setdefault(agent, {})
+            for name, value in zip(fields, figures, strict=True):
+                entry[name] = entry.get(name, 0) + value
 
-    episode_bytes = (
-        "LENGTH(CAST(description AS BLOB)) + LENGTH(CAST(COALESCE(outcome, '') AS BLOB)) "
-        "+ LENGTH(CAST(context AS BLOB)) + LENGTH(CAST(tags AS BLOB)) "
-        "+ LENGTH(CAST(refs AS BLOB)) + LENGTH(embedding)"
-    )
-    per_agent(
-        f"SELECT agent_name, COUNT(*), SUM({episode_bytes}) FROM episodes "
-        f"WHERE state='active' AND {pred} GROUP BY agent_name",
-        params,
-        ("episodes", "episode_bytes"),
-    )
-    doc_bytes = "LENGTH(CAST(content AS BLOB)) + LENGTH(CAST(metadata AS BLOB))"
-    per_agent(
-        f"SELECT agent_name, COUNT(*), SUM({doc_bytes}) FROM semantic_docs "
-        f"WHERE state='active' AND {pred} GROUP BY agent_name",
-        params,
-        ("documents", "document_bytes"),
-    )
-    per_agent(
-        f"SELECT agent_name, COUNT(*), SUM(LENGTH(CAST(template AS BLOB))) FROM procedures "
-        f"WHERE {pred} GROUP BY agent_name",
-        params,
-        ("procedures", "procedure_bytes"),
-    )
-    own = "1" if caller.read_all else "s.agent_name = ?"
-    own_params = [] if caller.read_all else [caller.agent or ""]
-    per_agent(
-        "SELECT s.agent_name, COUNT(DISTINCT s.session_id), "
-        "COALESCE(SUM(m.tokens), 0) FROM working_sessions s LEFT JOIN working_messages m "
-        "ON m.agent_name = s.agent_name AND m.session_id = s.session_id "
-        f"WHERE {own} GROUP BY s.agent_name",
-        own_params,
-        ("sessions", "message_tokens"),
-    )
+    per_agent(mem.episodic.rows.usage(reader, teams), ("episodes", "episode_bytes"))
+    per_agent(mem.semantic.registry.usage(reader, teams), ("documents", "document_bytes"))
+    per_agent(mem.procedural.usage(reader, teams), ("procedures", "procedure_bytes"))
+    own = None if caller.read_all else caller.agent or ""
+    per_agent(session_usage(mem.db, own), ("sessions", "message_tokens"))
 
     def total(name: str) -> int:
         return sum(a.get(name, 0) for a in agents.values())
 
-    states = {
-        str(row[0]): int(row[1])
-        for row in db.query(
-            f"SELECT state, COUNT(*) FROM episodes WHERE {pred} GROUP BY state", params
-        )
-    }
-    pin_tokens = int(
-        db.scalar(f"SELECT COALESCE(SUM(tokens), 0) FROM working_pins s WHERE {own}", own_params)
-        or 0
-    )
+    states = mem.episodic.rows.states(reader, teams)
+    pins = pin_tokens(mem.db, own)
 
     collections = {}
     caps = {c.name: c for c in mem.collection_stats()}
     for name in mem.semantic.collections:
-        row = db.query_one(
-            f"SELECT COUNT(*), COALESCE(SUM({doc_bytes}), 0) FROM semantic_docs "
-            f"WHERE collection=? AND state='active' AND {pred}",
-            (name, *params),
-        )
-        assert row is not None
+        usage = mem.semantic.registry.usage(reader, teams, collection=name).values()
         collections[name] = {
-            "documents": int(row[0]),
-            "bytes": int(row[1]),
+            "documents": sum(n for n, _ in usage),
+            "bytes": sum(b for _, b in usage),
             "max_docs": caps[name].max_docs,
             "full": caps[name].full,
         }
@@ -166,7 +121,7 @@ def layer_stats(mem: Memory, caller: Caller) -> dict[str, Any]:
             "working": {
                 "sessions": total("sessions"),
                 "message_tokens": total("message_tokens"),
-                "pin_tokens": pin_tokens,
+                "pin_tokens": pins,
             },
             "episodic": {
                 "episodes": total("episodes"),

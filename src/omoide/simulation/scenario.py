@@ -208,6 +208,9 @@ class FleetScenario:
         return event
 
     def _agent_event(self, rng: random.Random, day: int, agent: str) -> Event:
+        """One agent's event of a day. Long because it is the scenario's table of event kinds
+        and their probabilities, one branch each.
+        """
         minute = rng.randrange(480, 1200)
         roll = rng.random()
         ja = self._ja(rng)
@@ -342,7 +345,11 @@ class FleetScenario:
         return Event(self._id(day), day, minute, agent, "success", text, tags=("task",))
 
     def questions(self, day: int) -> list[Question]:
-        """The questions asked on ``day`` (every seventh day), after that day's events."""
+        """The questions asked on ``day`` (every seventh day), after that day's events.
+
+        Long because each question kind of the scenario is generated in its own short block, in one
+        place.
+        """
         if day % 7 != 6:
             return []
         rng = random.Random(f"{self.seed}:questions:{day}")

@@ -4,13 +4,17 @@ One connection per :class:`Database`, shared by the threads of the owning proces
 serialized by a re-entrant lock (SQLite serializes writers anyway; doing it here means no
 caller ever sees "database is locked"). WAL journal, ``synchronous=FULL``: a write is on disk
 when its transaction returns, and a crash mid-transaction rolls it back on the next open.
+
+Storage owns its own bookkeeping tables only: ``meta``, ``migrations`` and ``rebuilds``
+(the data rebuilds migrations request, run by the layers that own the data). Every other
+table belongs to a layer, which alone runs SQL on it.
 """
 
 from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
@@ -19,9 +23,8 @@ from omoide.clock import Clock, to_timestamp
 from omoide.errors import ProtectedMemoryError, StorageError
 from omoide.storage.migrations import MIGRATIONS, Migration
 from omoide.storage.permissions import private_file
-from omoide.text.fulltext import index_text
 
-__all__ = ["Database"]
+__all__ = ["Database", "insert_row", "insert_row_keeping_id"]
 
 
 class Database:
@@ -55,8 +58,6 @@ class Database:
             # DELETE triggers also fire for rows that INSERT OR REPLACE removes (never-forget).
             self._conn.execute("PRAGMA recursive_triggers=ON")
             self._conn.execute("PRAGMA busy_timeout=30000")
-            # The full-text triggers of semantic_docs analyse text in Python (Japanese bigrams).
-            self._conn.create_function("omoide_index_text", 1, _index_text, deterministic=True)
             integrity = self._conn.execute("PRAGMA quick_check").fetchone()[0]
             if integrity != "ok":
                 raise StorageError(f"{self.path}: integrity check failed: {integrity}")
@@ -151,6 +152,10 @@ class Database:
                 "CREATE TABLE IF NOT EXISTS migrations "
                 "(name TEXT PRIMARY KEY, applied_at REAL NOT NULL)"
             )
+            self._conn.execute(
+                "CREATE TABLE IF NOT EXISTS rebuilds "
+                "(name TEXT PRIMARY KEY, requested_at REAL NOT NULL, done_at REAL)"
+            )
             done = set(self.applied_migrations())
             known = {m.name for m in migrations}
             unknown = done - known
@@ -165,12 +170,49 @@ class Database:
                     continue
                 with self.transaction() as conn:
                     migration.apply(conn)
+                    now = to_timestamp(self._clock.now())
                     conn.execute(
                         "INSERT INTO migrations(name, applied_at) VALUES (?, ?)",
-                        (migration.name, to_timestamp(self._clock.now())),
+                        (migration.name, now),
                     )
+                    for rebuild in migration.rebuilds:
+                        conn.execute(
+                            "INSERT INTO rebuilds(name, requested_at) VALUES (?, ?) "
+                            "ON CONFLICT(name) DO UPDATE SET "
+                            "requested_at = excluded.requested_at, done_at = NULL",
+                            (rebuild, now),
+                        )
                 applied.append(migration.name)
             return applied
+
+    # -- data rebuilds ------------------------------------------------------------------
+
+    def pending_rebuilds(self) -> list[str]:
+        """The rebuilds migrations requested that have not run yet."""
+        return [
+            r[0]
+            for r in self.query("SELECT name FROM rebuilds WHERE done_at IS NULL ORDER BY name")
+        ]
+
+    def run_rebuild(self, name: str, rebuild: Callable[[sqlite3.Connection], None]) -> bool:
+        """Run ``rebuild`` if a migration requested ``name`` and it has not run; True if it ran.
+
+        The rebuild and its record share one transaction: a crash leaves it requested.
+        """
+        if name not in self.pending_rebuilds():  # the common case reads, without a write lock
+            return False
+        with self.transaction() as conn:
+            row = conn.execute(
+                "SELECT 1 FROM rebuilds WHERE name = ? AND done_at IS NULL", (name,)
+            ).fetchone()
+            if row is None:
+                return False
+            rebuild(conn)
+            conn.execute(
+                "UPDATE rebuilds SET done_at = ? WHERE name = ?",
+                (to_timestamp(self._clock.now()), name),
+            )
+            return True
 
     def size_bytes(self) -> int:
         """Bytes on disk: the database and its WAL."""
@@ -188,6 +230,26 @@ class Database:
             self._conn.close()
 
 
+def insert_row(conn: sqlite3.Connection, table: str, row: Mapping[str, Any]) -> sqlite3.Cursor:
+    """Insert one whole row (column -> value) into ``table`` (a name its owner passes)."""
+    names = list(row)
+    return conn.execute(
+        f"INSERT INTO {table}({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
+        [row[n] for n in names],
+    )
+
+
+def insert_row_keeping_id(conn: sqlite3.Connection, table: str, row: Mapping[str, Any]) -> None:
+    """Insert with the row's ``id`` when it is free, else with a new one (imports)."""
+    conn.execute("SAVEPOINT keep_id")
+    try:
+        insert_row(conn, table, row)
+    except sqlite3.IntegrityError:
+        conn.execute("ROLLBACK TO keep_id")
+        insert_row(conn, table, {k: v for k, v in row.items() if k != "id"})
+    conn.execute("RELEASE keep_id")
+
+
 _PROTECTED = "omoide-protected: "
 _AUDIT = "omoide-audit: "
 
@@ -201,8 +263,3 @@ def _translate(exc: BaseException) -> Exception | None:
         if message.startswith(_AUDIT):
             return StorageError(message[len(_AUDIT) :])
     return None
-
-
-def _index_text(text: Any) -> str:
-    """``omoide_index_text(text)`` in SQL: the analysed form of a text for FTS5."""
-    return index_text(text) if isinstance(text, str) else ""

@@ -1,18 +1,32 @@
-"""Named, recorded schema migrations.
+"""Named, recorded schema migrations: frozen SQL.
 
 Each :class:`Migration` runs once, in its own transaction, and is recorded in the
 ``migrations`` table. Append new migrations to :data:`MIGRATIONS`; never edit one that has
 shipped. A database that records a migration this code does not know was written by a newer
 omoide and is refused rather than misread.
+
+A migration is SQL only: it never calls domain code, so replaying an old migration does
+what it did when it shipped. Data that must be derived by code (full-text terms analysed in
+Python, context keys) is a *rebuild* the migration names in :attr:`Migration.rebuilds`: the
+database records it as requested, and the layer owning the data runs it (once, in a
+transaction) when it next opens the store (:meth:`omoide.storage.Database.run_rebuild`).
+
+Each table's SQL belongs to one layer; the owner is named in the owning module's docstring.
+This module only creates and alters the schema.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["MIGRATIONS", "Migration", "split_statements"]
+__all__ = [
+    "CONTEXT_KEYS_REBUILD",
+    "MIGRATIONS",
+    "SEMANTIC_FULLTEXT_REBUILD",
+    "Migration",
+    "split_statements",
+]
 
 
 def split_statements(script: str) -> list[str]:
@@ -32,18 +46,17 @@ def split_statements(script: str) -> list[str]:
 
 @dataclass(frozen=True)
 class Migration:
-    """A schema change: SQL statements, or a function given the connection."""
+    """A schema change: SQL statements, and the data rebuilds it requests."""
 
     name: str
     sql: str = ""
-    func: Callable[[sqlite3.Connection], None] | None = None
+    #: Named data rebuilds the owning layers run after this migration (see the module).
+    rebuilds: tuple[str, ...] = ()
 
     def apply(self, conn: sqlite3.Connection) -> None:
         # ``executescript`` would commit the surrounding transaction; run statements one by one.
         for statement in split_statements(self.sql):
             conn.execute(statement)
-        if self.func is not None:
-            self.func(conn)
 
 
 CORE = """
@@ -325,11 +338,10 @@ CREATE VIRTUAL TABLE episode_keys_fts USING fts5(
 );
 """
 
-
-def _backfill_context_keys(conn: sqlite3.Connection) -> None:
-    from omoide.layers.episodic.context_keys import backfill
-
-    backfill(conn)
+#: The rebuild that indexes the context keys of every stored episode (the episodic layer).
+CONTEXT_KEYS_REBUILD = "episode_context_keys"
+#: The rebuild that indexes the full text of every semantic document (the semantic layer).
+SEMANTIC_FULLTEXT_REBUILD = "semantic_fulltext"
 
 
 INDEXING = """
@@ -377,14 +389,12 @@ CREATE INDEX api_keys_agent ON api_keys(agent_name);
 
 SEMANTIC_FULLTEXT = """
 -- Full text of semantic documents, analysed like episodes (omoide.text.fulltext), so that a
--- document is found by its words as well as by its meaning. Triggers keep it in step with
--- semantic_docs whatever writes the registry (stores, compression, imports, deletes);
--- omoide_index_text is the SQL function Database registers on its connection.
+-- document is found by its words as well as by its meaning. The existing documents are
+-- indexed by the rebuild this migration requests. (The triggers below called a Python
+-- function; 0010 drops them.)
 CREATE VIRTUAL TABLE semantic_docs_fts USING fts5(
     body, tokenize = 'porter unicode61 remove_diacritics 2'
 );
-INSERT INTO semantic_docs_fts(rowid, body)
-    SELECT rowid, omoide_index_text(content) FROM semantic_docs;
 CREATE TRIGGER semantic_docs_fts_insert AFTER INSERT ON semantic_docs
 BEGIN
     INSERT INTO semantic_docs_fts(rowid, body) VALUES (new.rowid, omoide_index_text(new.content));
@@ -481,15 +491,25 @@ CREATE TABLE procedure_agent_figures (
 );
 """
 
+FULLTEXT_IN_PYTHON = """
+-- Full text is indexed one way: the owning layer analyses the text in Python and writes the
+-- FTS row in the transaction that writes the row. No trigger calls a Python function, so any
+-- SQLite client may write or delete rows (its rows are indexed by the next rebuild).
+DROP TRIGGER semantic_docs_fts_insert;
+DROP TRIGGER semantic_docs_fts_update;
+DROP TRIGGER semantic_docs_fts_delete;
+"""
+
 #: Every migration, in order. Append only.
 MIGRATIONS: list[Migration] = [
     Migration("0001_core", CORE),
     Migration("0002_forgetting", FORGETTING),
     Migration("0003_recall_log", RECALL_LOG),
-    Migration("0004_episode_context_keys", EPISODE_CONTEXT_KEYS, _backfill_context_keys),
+    Migration("0004_episode_context_keys", EPISODE_CONTEXT_KEYS, (CONTEXT_KEYS_REBUILD,)),
     Migration("0005_indexing", INDEXING),
     Migration("0006_server_keys", SERVER_KEYS),
-    Migration("0007_semantic_fulltext", SEMANTIC_FULLTEXT),
+    Migration("0007_semantic_fulltext", SEMANTIC_FULLTEXT, (SEMANTIC_FULLTEXT_REBUILD,)),
     Migration("0008_admin_purge", ADMIN_PURGE),
     Migration("0009_procedure_agent_figures", PROCEDURE_AGENT_FIGURES),
+    Migration("0010_fulltext_in_python", FULLTEXT_IN_PYTHON),
 ]

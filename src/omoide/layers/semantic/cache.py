@@ -32,18 +32,49 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from omoide.clock import Clock, to_timestamp
 from omoide.core.models import SemanticDocument
 from omoide.core.scope import reader_predicate
+from omoide.core.settings import SemanticConfig
 from omoide.core.validation import check_metadata, check_number, check_text
 from omoide.errors import NotFoundError, ValidationError
+from omoide.storage import Database
 
-if TYPE_CHECKING:
-    from omoide.layers.semantic.store import SemanticStore
 
-__all__ = ["InformationCache", "cache_id"]
+class CacheStore(Protocol):
+    """What the cache needs of the semantic store that holds its entries (named here, so this
+    module does not import the store, which builds the cache)."""
+
+    @property
+    def config(self) -> SemanticConfig: ...
+
+    def store(
+        self,
+        collection: str,
+        documents: Sequence[str],
+        metadatas: Sequence[Mapping[str, Any] | None] | None = None,
+        ids: Sequence[str] | None = None,
+        *,
+        agent_name: str = "",
+        scope: str | Sequence[str] | None = None,
+        expires_at: datetime | None = None,
+    ) -> list[str]: ...
+
+    def count(self, collection: str, *, state: str = "active") -> int: ...
+
+    def get(
+        self,
+        collection: str,
+        doc_id: str,
+        *,
+        reader: str | None = None,
+        reader_teams: Iterable[str] = (),
+    ) -> SemanticDocument: ...
+
+
+__all__ = ["CacheStore", "InformationCache", "cache_id"]
 
 MAX_KEY_CHARS = 8_192
 MAX_TTL_DAYS = 36_500.0
@@ -59,8 +90,9 @@ def cache_id(key: str, agent_name: str = "") -> str:
 class InformationCache:
     """Outside information with an expiry; obtain it as ``Memory.semantic.cache``."""
 
-    def __init__(self, store: SemanticStore, clock: Clock) -> None:
+    def __init__(self, store: CacheStore, db: Database, clock: Clock) -> None:
         self._store = store
+        self._db = db
         self._clock = clock
 
     @property
@@ -132,7 +164,7 @@ class InformationCache:
         target = self.collection if collection is None else collection
         own = agent_name or reader or ""
         candidates = [cache_id(key, own)]
-        db = self._store._db
+        db = self._db
         scope_sql, params = reader_predicate(reader, reader_teams)
         now = to_timestamp(self._clock.now())
         self._store.count(target)  # validates the collection name

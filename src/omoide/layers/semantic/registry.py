@@ -1,21 +1,27 @@
 """The registry of semantic documents: the SQLite side of layer 3.
 
+Owner of the ``semantic_docs`` and ``semantic_docs_fts`` tables (with
+:mod:`omoide.layers.semantic.store`): no module outside the semantic layer runs SQL on them.
+
 ChromaDB holds the chunk vectors of each document; the ``semantic_docs`` table holds the
 whole document, its owner, scope, lifecycle state, versions and access statistics, and is
-the truth when the two disagree (:mod:`omoide.layers.semantic.store` brings Chroma in line). Its
-full
-text is indexed in ``semantic_docs_fts`` (kept in step by triggers), so documents are found
-by their words as well as by their meaning.
+the truth when the two disagree (:mod:`omoide.layers.semantic.store` brings Chroma in line).
+Its full text is indexed in ``semantic_docs_fts``, analysed in Python
+(:func:`omoide.text.fulltext.index_text`) and written by :func:`sync_fulltext` in the
+transaction that writes the document, so documents are found by their words as well as by
+their meaning.
 
-:class:`DocumentRegistry` reads that table for
-:class:`~omoide.layers.semantic.store.SemanticStore`; it
-does not validate its arguments (the store does, at its boundary).
+:class:`DocumentRegistry` reads and writes that table for
+:class:`~omoide.layers.semantic.store.SemanticStore` and for the pipelines (lifecycle,
+retention, transfer); it does not validate its arguments (the store does, at its boundary).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Iterable, Sequence
+import sqlite3
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -23,8 +29,10 @@ from omoide.clock import Clock, from_timestamp, to_timestamp
 from omoide.core.models import SemanticDocument
 from omoide.core.scope import reader_predicate
 from omoide.storage import Database
+from omoide.storage.migrations import SEMANTIC_FULLTEXT_REBUILD
+from omoide.text.fulltext import index_text
 
-__all__ = ["DocumentRegistry", "document"]
+__all__ = ["DocumentRegistry", "document", "rebuild_fulltext", "sync_fulltext"]
 
 #: The states in which a document is searchable.
 SEARCHABLE = ("active", "compressed")
@@ -36,6 +44,285 @@ class DocumentRegistry:
     def __init__(self, db: Database, clock: Clock) -> None:
         self._db = db
         self._clock = clock
+        db.run_rebuild(SEMANTIC_FULLTEXT_REBUILD, rebuild_fulltext)
+
+    # -- rows for the pipelines ------------------------------------------------------------
+
+    def row(self, conn: Any, collection: str, doc_id: str) -> Any:
+        """The registry row of one document, or None (``conn``: a connection or the db)."""
+        return conn.execute(
+            "SELECT * FROM semantic_docs WHERE collection = ? AND id = ?", (collection, doc_id)
+        ).fetchone()
+
+    def collections_of(self, doc_id: str, collection: str | None = None) -> list[str]:
+        """The collections holding a document with this id (in ``collection`` only if given)."""
+        sql = "SELECT collection FROM semantic_docs WHERE id = ?"
+        params: list[Any] = [doc_id]
+        if collection is not None:
+            sql += " AND collection = ?"
+            params.append(collection)
+        return [str(r[0]) for r in self._db.query(sql, params)]
+
+    def holder(
+        self, collection: str, doc_id: str, reader: str | None, reader_teams: Iterable[str]
+    ) -> tuple[str, bool] | None:
+        """Who holds ``doc_id`` in ``collection`` and whether ``reader`` may read it (None:
+        no such document), for the service's owner checks."""
+        scope_sql, params = reader_predicate(reader, reader_teams)
+        row = self._db.query_one(
+            f"SELECT agent_name, {scope_sql} AS readable FROM semantic_docs "
+            "WHERE collection=? AND id=?",
+            (*params, collection, doc_id),
+        )
+        return None if row is None else (str(row["agent_name"]), bool(row["readable"]))
+
+    def owned_collections(
+        self, doc_id: str, agent_name: str, collection: str | None = None
+    ) -> list[str]:
+        """The collections where ``agent_name`` wrote a document with this id."""
+        sql = "SELECT collection FROM semantic_docs WHERE id = ? AND agent_name = ?"
+        params: list[Any] = [doc_id, agent_name]
+        if collection is not None:
+            sql += " AND collection = ?"
+            params.append(collection)
+        return [str(r[0]) for r in self._db.query(sql, params)]
+
+    def visible_count(self, collection: str, reader: str | None, teams: Iterable[str]) -> int:
+        """Active documents of ``collection`` that ``reader`` may read."""
+        scope_sql, params = reader_predicate(reader, teams)
+        count = self._db.scalar(
+            f"SELECT COUNT(*) FROM semantic_docs WHERE collection=? AND state='active' "
+            f"AND {scope_sql}",
+            (collection, *params),
+        )
+        return int(count or 0)
+
+    def is_visible(
+        self, collection: str, doc_id: str, reader: str | None, teams: Iterable[str]
+    ) -> bool:
+        """Whether ``reader`` may read the document, whatever its state."""
+        found = self.holder(collection, doc_id, reader, teams)
+        return found is not None and found[1]
+
+    def live(self) -> list[Any]:
+        """Every searchable document (its row without content hash or chunk bookkeeping),
+        by collection, oldest first."""
+        return self._db.query(
+            "SELECT collection, id, content, metadata, agent_name, scope, state, protected, "
+            "subject, version, superseded_by, superseded_at, access_count, last_accessed, "
+            "created_at FROM semantic_docs WHERE state IN ('active', 'compressed') "
+            "ORDER BY collection, created_at, id"
+        )
+
+    def expired(self, collection: str, now: float) -> list[Any]:
+        """id and protection of the active documents of ``collection`` past their expiry,
+        soonest expired first."""
+        return self._db.query(
+            "SELECT id, protected FROM semantic_docs WHERE collection=? AND state='active' "
+            "AND expires_at IS NOT NULL AND expires_at <= ? ORDER BY expires_at, id",
+            (collection, now),
+        )
+
+    def unwritten_since(self, collection: str, before: float) -> list[Any]:
+        """id and protection of the active documents of ``collection`` last written before
+        ``before``, oldest first."""
+        return self._db.query(
+            "SELECT id, protected FROM semantic_docs WHERE collection=? AND state='active' "
+            "AND updated_at < ? ORDER BY updated_at, id",
+            (collection, before),
+        )
+
+    def least_used(self, collection: str, limit: int) -> list[str]:
+        """The ``limit`` active unprotected documents of ``collection`` with the fewest
+        accesses, least recently used first."""
+        return [
+            str(r[0])
+            for r in self._db.query(
+                "SELECT id FROM semantic_docs WHERE collection=? AND state='active' "
+                "AND protected=0 ORDER BY access_count ASC, "
+                "COALESCE(last_accessed, updated_at) ASC, id LIMIT ?",
+                (collection, limit),
+            )
+        ]
+
+    def unprotected(self) -> list[Any]:
+        """rowid, collection and metadata of every document not protected yet."""
+        return self._db.query(
+            "SELECT rowid, collection, metadata FROM semantic_docs WHERE protected = 0"
+        )
+
+    def raise_protection(self, conn: sqlite3.Connection, rowids: Sequence[int]) -> None:
+        """Protect these documents by a never-forget rule (protection is never lowered)."""
+        conn.executemany(
+            "UPDATE semantic_docs SET protected = 1 WHERE rowid = ?", [(r,) for r in rowids]
+        )
+
+    def usage(
+        self,
+        reader: str | None = None,
+        reader_teams: Iterable[str] = (),
+        *,
+        collection: str | None = None,
+    ) -> dict[str, tuple[int, int]]:
+        """Per agent: the active documents ``reader`` may see (of one collection unless
+        None) and the bytes of their content and metadata."""
+        pred, params = reader_predicate(reader, reader_teams)
+        where, args = ("", []) if collection is None else (" AND collection=?", [collection])
+        rows = self._db.query(
+            "SELECT agent_name, COUNT(*), "
+            "SUM(LENGTH(CAST(content AS BLOB)) + LENGTH(CAST(metadata AS BLOB))) "
+            f"FROM semantic_docs WHERE state='active'{where} AND {pred} GROUP BY agent_name",
+            [*args, *params],
+        )
+        return {str(r[0] or ""): (int(r[1] or 0), int(r[2] or 0)) for r in rows}
+
+    def ids_starting(
+        self,
+        prefix: str,
+        collection: str | None,
+        reader: str | None,
+        reader_teams: Iterable[str],
+        limit: int = 11,
+    ) -> list[str]:
+        """The ids starting with ``prefix`` of the documents ``reader`` may see (in
+        ``collection`` unless None), for a short id standing for a whole one."""
+        pred, params = reader_predicate(reader, reader_teams)
+        where, args = ("", []) if collection is None else (" AND collection=?", [collection])
+        return [
+            str(r[0])
+            for r in self._db.query(
+                f"SELECT DISTINCT id FROM semantic_docs WHERE id >= ? AND id < ?{where} "
+                f"AND {pred} ORDER BY id LIMIT ?",
+                (prefix, prefix + "\U0010ffff", *args, *params, limit),
+            )
+        ]
+
+    def exists(self, collection: str, doc_id: str) -> bool:
+        return self.row(self._db, collection, doc_id) is not None
+
+    def rowid(self, conn: Any, collection: str, doc_id: str) -> int:
+        """The rowid of an existing document."""
+        return int(
+            conn.execute(
+                "SELECT rowid FROM semantic_docs WHERE collection = ? AND id = ?",
+                (collection, doc_id),
+            ).fetchone()[0]
+        )
+
+    def move(self, conn: sqlite3.Connection, collection: str, doc_id: str, state: str) -> None:
+        """Set a document's state (``archiving`` also stamps ``archived_at``):
+        :meth:`SemanticStore.settle` brings Chroma in line."""
+        conn.execute(
+            "UPDATE semantic_docs SET state = ?, "
+            "archived_at = CASE WHEN ? = 'archiving' THEN ? ELSE archived_at END "
+            "WHERE collection = ? AND id = ?",
+            (state, state, to_timestamp(self._clock.now()), collection, doc_id),
+        )
+
+    def unarchive(self, conn: sqlite3.Connection, collection: str, doc_id: str) -> None:
+        """Take a document out of the archive: ``pending`` until its chunks are written."""
+        conn.execute(
+            "UPDATE semantic_docs SET state = 'pending', archived_at = NULL "
+            "WHERE collection = ? AND id = ?",
+            (collection, doc_id),
+        )
+
+    def rewrite(
+        self,
+        conn: sqlite3.Connection,
+        row: Any,
+        content: str,
+        metadata: Mapping[str, Any],
+        *,
+        compressed_at: float | None,
+    ) -> None:
+        """Replace a document's content and metadata (compression and its undoing); it goes
+        back to ``pending`` so that :meth:`SemanticStore.settle` rewrites its chunks."""
+        conn.execute(
+            "UPDATE semantic_docs SET content = ?, metadata = ?, content_hash = ?, "
+            "compressed_at = ?, state = 'pending' WHERE collection = ? AND id = ?",
+            (
+                content,
+                json.dumps(dict(metadata), ensure_ascii=False),
+                hashlib.sha256(content.encode()).hexdigest(),
+                compressed_at,
+                row["collection"],
+                row["id"],
+            ),
+        )
+        sync_fulltext(conn, [int(row["rowid"])])
+
+    def supersede(
+        self,
+        conn: sqlite3.Connection,
+        collection: str,
+        doc_id: str,
+        meta: Mapping[str, Any],
+        scope: str,
+        now: float,
+    ) -> list[str]:
+        """Make ``doc_id`` the current version of its ``subject``; return the ids it supersedes.
+
+        A document whose metadata has a ``subject`` supersedes every current document with the
+        same subject in the same collection and scope *written by the same owner*: they get
+        ``superseded_by`` and ``superseded_at``, and rank after current versions in queries.
+        Each owner has its own version chain, so a subject that two agents (an admin
+        included) both use gives two current facts, never a takeover of another agent's
+        fact (which the ``superseded_decisions`` policy would archive). Runs inside the
+        registration transaction, so a crash leaves both or neither.
+        """
+        owner = conn.execute(
+            "SELECT agent_name FROM semantic_docs WHERE collection=? AND id=?", (collection, doc_id)
+        ).fetchone()["agent_name"]
+        subject = meta.get("subject")
+        if not isinstance(subject, str):
+            conn.execute(
+                "UPDATE semantic_docs SET subject=NULL, version=NULL WHERE collection=? AND id=?",
+                (collection, doc_id),
+            )
+            return []
+        row = conn.execute(
+            "SELECT subject, version, superseded_by FROM semantic_docs WHERE collection=? AND id=?",
+            (collection, doc_id),
+        ).fetchone()
+        if row["subject"] == subject and row["superseded_by"] is None and row["version"]:
+            version = int(row["version"])
+        else:
+            latest = conn.execute(
+                "SELECT MAX(version) FROM semantic_docs WHERE collection=? AND subject=? "
+                "AND scope=? AND agent_name=?",
+                (collection, subject, scope, owner),
+            ).fetchone()[0]
+            version = int(latest or 0) + 1
+        conn.execute(
+            "UPDATE semantic_docs SET subject=?, version=?, superseded_by=NULL, "
+            "superseded_at=NULL WHERE collection=? AND id=?",
+            (subject, version, collection, doc_id),
+        )
+        older = [
+            r[0]
+            for r in conn.execute(
+                "SELECT id FROM semantic_docs WHERE collection=? AND subject=? AND scope=? "
+                "AND agent_name=? AND id != ? AND superseded_by IS NULL",
+                (collection, subject, scope, owner, doc_id),
+            )
+        ]
+        conn.executemany(
+            "UPDATE semantic_docs SET superseded_by=?, superseded_at=? WHERE collection=? AND id=?",
+            [(doc_id, now, collection, old) for old in older],
+        )
+        return older
+
+    def insert_rows(self, conn: sqlite3.Connection, rows: Iterable[Mapping[str, Any]]) -> None:
+        """Insert whole registry rows (an import), with their full text."""
+        for row in rows:
+            names = list(row)
+            cur = conn.execute(
+                f"INSERT INTO semantic_docs({', '.join(names)}) "
+                f"VALUES ({', '.join('?' * len(names))})",
+                [row[n] for n in names],
+            )
+            sync_fulltext(conn, [int(cur.lastrowid or 0)])
 
     def rows(self, collection: str, doc_ids: Sequence[str]) -> list[Any]:
         """The registry rows of these documents (those that exist), in batches of 500."""
@@ -219,6 +506,25 @@ class DocumentRegistry:
                 "WHERE collection = ? AND id = ?",
                 [(now, collection, d) for d in dict.fromkeys(doc_ids)],
             )
+
+
+def sync_fulltext(conn: sqlite3.Connection, rowids: Iterable[int]) -> None:
+    """Write the full-text rows of ``rowids`` from their current content (a row that is gone
+    loses its full text). Call inside the transaction that wrote or deleted the rows."""
+    for rowid in dict.fromkeys(rowids):
+        conn.execute("DELETE FROM semantic_docs_fts WHERE rowid = ?", (rowid,))
+        row = conn.execute("SELECT content FROM semantic_docs WHERE rowid = ?", (rowid,)).fetchone()
+        if row is not None:
+            conn.execute(
+                "INSERT INTO semantic_docs_fts(rowid, body) VALUES (?, ?)",
+                (rowid, index_text(row[0])),
+            )
+
+
+def rebuild_fulltext(conn: sqlite3.Connection) -> None:
+    """Index the full text of every document (the rebuild migration 0007 requests)."""
+    conn.execute("DELETE FROM semantic_docs_fts")
+    sync_fulltext(conn, [int(r[0]) for r in conn.execute("SELECT rowid FROM semantic_docs")])
 
 
 def document(row: Any) -> SemanticDocument:

@@ -28,14 +28,17 @@ A document may carry an expiry (``store(..., expires_at=...)``; ``SemanticStore.
 that
 moment it leaves query results, and :meth:`SemanticStore.purge_expired` (run by maintenance)
 removes it.
+
+The semantic layer owns ``semantic_docs`` and ``semantic_docs_fts`` (see
+:mod:`omoide.layers.semantic.registry`); this module writes documents and keeps Chroma in
+line, :mod:`omoide.layers.semantic.query` reads them.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -44,15 +47,8 @@ import numpy as np
 from omoide.clock import Clock, to_timestamp
 from omoide.core.config import SemanticConfig
 from omoide.core.filters import (
-    DOC_OPERATORS,
-    FIELD_OPERATORS,
-    WHERE_OPERATORS,
-    check_where,
-    public_metadata,
     reader_flags,
-    reader_where,
 )
-from omoide.core.models import CollectionStats, QueryHit, SemanticDocument
 from omoide.core.scope import GLOBAL, normalize_scope
 from omoide.core.validation import (
     check_datetime,
@@ -60,24 +56,20 @@ from omoide.core.validation import (
     check_metadata,
     check_name,
     check_names,
-    check_positive_int,
     check_text,
 )
 from omoide.errors import (
-    BackendError,
     CapacityError,
-    NotFoundError,
-    OmoideError,
     ProtectedMemoryError,
-    UnknownCollectionError,
     ValidationError,
 )
 from omoide.layers.semantic.cache import InformationCache
-from omoide.layers.semantic.registry import DocumentRegistry
+from omoide.layers.semantic.query import DocumentQueries
+from omoide.layers.semantic.registry import DocumentRegistry, sync_fulltext
 from omoide.providers.chunking import chunk_text
 from omoide.providers.embeddings import Embedder
 from omoide.storage import Database
-from omoide.text.fulltext import match_expression
+from omoide.storage.chroma import chroma_errors, open_collections
 
 __all__ = ["SemanticStore", "chroma_errors", "content_id"]
 
@@ -94,31 +86,7 @@ def content_id(document: str, agent_name: str = "") -> str:
     return "h-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
-@contextmanager
-def chroma_errors(field: str) -> Iterator[None]:
-    """Turn what ChromaDB raises into omoide errors: its refusals of an argument become a
-    :class:`ValidationError` naming ``field``, its other failures (an internal error, a busy
-    database) a :class:`BackendError`, so no ChromaDB exception reaches a caller raw."""
-    try:
-        yield
-    except OmoideError:
-        raise
-    except Exception as exc:
-        from chromadb.errors import ChromaError, InvalidArgumentError
-
-        message = str(exc)[:500]
-        if isinstance(exc, ValueError | InvalidArgumentError | TypeError):
-            raise ValidationError(field, message) from None
-        if isinstance(exc, ChromaError) or type(exc).__module__.startswith("chromadb"):
-            raise BackendError(f"the vector store failed: {message}") from exc
-        raise
-
-
-#: Fewest neighbours asked of ChromaDB per query (see :meth:`SemanticStore.query`).
-QUERY_FETCH_FLOOR = 100
-
-
-class SemanticStore:
+class SemanticStore(DocumentQueries):
     """Layer 3; obtain it as ``Memory.semantic``."""
 
     def __init__(
@@ -132,15 +100,21 @@ class SemanticStore:
         count_tokens: Callable[[str], int] | None = None,
         default_scope: str = GLOBAL,
         protection: DocumentProtection | None = None,
+        remove_expired: Callable[[str, Sequence[str]], int] | None = None,
+        teams: Mapping[str, Iterable[str]] | None = None,
     ) -> None:
         self._db = db
         self._registry = DocumentRegistry(db, clock)
+        #: The registry rows, for the pipelines that move documents (lifecycle, transfer).
+        self.registry = self._registry
         self._client = client
         self._embedder = embedder
         self._clock = clock
         self.config = config or SemanticConfig()
         self._default_scope = default_scope
         self._protection = protection
+        #: The configured teams a new scope may name (None: not checked).
+        self._teams = teams
         if count_tokens is None:
 
             def count_tokens(text: str) -> int:
@@ -149,50 +123,11 @@ class SemanticStore:
 
         self._count_tokens = count_tokens
         self.chunk_tokens = self.config.chunk_tokens or max(16, embedder.max_tokens - 32)
-        hnsw = {
-            "space": self.config.hnsw_space,
-            "ef_construction": self.config.hnsw_construction_ef,
-            "ef_search": self.config.hnsw_search_ef,
-            "max_neighbors": self.config.hnsw_m,
-        }
         #: ``cache(url_or_key, content, ttl_days, source)``: outside information with an expiry.
-        self.cache = InformationCache(self, clock)
-        #: Removes expired entries for :meth:`purge_expired`; Memory makes it audited.
-        self.remove_expired: Callable[[str, Sequence[str]], int] = self.delete
-        self._collections: dict[str, Any] = {}
-        for name, spec in self.config.collections.items():
-            coll = client.get_or_create_collection(
-                name,
-                configuration={"hnsw": hnsw},
-                metadata={"purpose": spec.purpose or name},
-                embedding_function=None,
-            )
-            self._widen(coll)
-            self._collections[name] = coll
-
-    def _widen(self, coll: Any) -> None:
-        """Give an existing collection the configured search breadth, the one HNSW setting
-        that can change after creation (it applies from the next open). Chroma can find its
-        database busy at that moment ("database is locked"); the change then waits for the
-        next open rather than failing this one — it tunes recall, it stores nothing."""
-        current = (coll.configuration or {}).get("hnsw") or {}
-        if current.get("ef_search") in (None, self.config.hnsw_search_ef):
-            return
-        try:
-            coll.modify(configuration={"hnsw": {"ef_search": self.config.hnsw_search_ef}})
-        except Exception as exc:  # chromadb.errors.InternalError: the database was busy
-            if "locked" not in str(exc).lower():
-                raise
-
-    @property
-    def collections(self) -> list[str]:
-        """Names of the configured collections."""
-        return list(self._collections)
-
-    def _collection(self, name: Any) -> Any:
-        if not isinstance(name, str) or name not in self._collections:
-            raise UnknownCollectionError(name, list(self._collections))
-        return self._collections[name]
+        self.cache = InformationCache(self, db, clock)
+        #: Removes expired entries for :meth:`purge_expired` (Memory passes an audited one).
+        self.remove_expired: Callable[[str, Sequence[str]], int] = remove_expired or self.delete
+        self._collections: dict[str, Any] = open_collections(client, self.config)
 
     # -- writing -----------------------------------------------------------------------
 
@@ -207,6 +142,7 @@ class SemanticStore:
         scope: str | Sequence[str] | None = None,
         expires_at: datetime | None = None,
         embedded: Mapping[str, np.ndarray] | None = None,
+        known_scope: bool = False,
     ) -> list[str]:
         """Upsert documents; return their ids (a hash of writer and content unless given).
 
@@ -217,6 +153,12 @@ class SemanticStore:
         anything is
         written. ``embedded`` holds vectors already made by :meth:`embed_chunks` (so that a
         caller can embed outside its own locks); chunks missing from it are embedded here.
+        A scope naming a team the configuration does not define is refused, unless
+        ``known_scope`` says it is the scope of items already stored (overflow, distillation
+        copy it; a team removed from the configuration since must not fail those).
+
+        Long because validation, owner and capacity checks, supersession and the two-phase write
+        (pending in SQLite, then Chroma, then settle) must happen in this order in one call.
         """
         coll = self._collection(collection)
         docs = self._check_documents(documents)
@@ -239,7 +181,10 @@ class SemanticStore:
         unique: dict[str, tuple[str, dict[str, Any]]] = {}
         for doc_id, doc, meta in zip(doc_ids, docs, clean_metas, strict=True):
             unique[doc_id] = (doc, meta)
-        scope_value = normalize_scope(self._default_scope if scope is None else scope)
+        scope_value = normalize_scope(
+            self._default_scope if scope is None else scope,
+            teams=None if known_scope else self._teams,
+        )
         expires = None
         if expires_at is not None:
             expires = to_timestamp(check_datetime("expires_at", expires_at))
@@ -282,10 +227,13 @@ class SemanticStore:
                         now,
                     ),
                 )
+                sync_fulltext(conn, [self._registry.rowid(conn, collection, doc_id)])
             superseded = [
                 old
                 for doc_id, _doc, meta, _chunks, _protected in plans
-                for old in self._supersede(conn, collection, doc_id, meta, scope_value, now)
+                for old in self._registry.supersede(
+                    conn, collection, doc_id, meta, scope_value, now
+                )
             ]
         self._write_chunks(coll, collection, plans, vectors, owner, scope_value, now, expires)
         self._flag_superseded(collection, superseded)
@@ -322,67 +270,6 @@ class SemanticStore:
         if not chunks:
             return np.zeros((0, self._embedder.dimension), dtype=np.float32)
         return np.stack([fresh[c] if c in fresh else embedded[c] for c in chunks])
-
-    def _supersede(
-        self,
-        conn: Any,
-        collection: str,
-        doc_id: str,
-        meta: Mapping[str, Any],
-        scope: str,
-        now: float,
-    ) -> list[str]:
-        """Make ``doc_id`` the current version of its ``subject``; return the ids it supersedes.
-
-        A document whose metadata has a ``subject`` supersedes every current document with the
-        same subject in the same collection and scope *written by the same owner*: they get
-        ``superseded_by`` and ``superseded_at``, and rank after current versions in queries.
-        Each owner has its own version chain, so a subject that two agents (an admin
-        included) both use gives two current facts, never a takeover of another agent's
-        fact (which the ``superseded_decisions`` policy would archive). Runs inside the
-        registration transaction, so a crash leaves both or neither.
-        """
-        owner = conn.execute(
-            "SELECT agent_name FROM semantic_docs WHERE collection=? AND id=?", (collection, doc_id)
-        ).fetchone()["agent_name"]
-        subject = meta.get("subject")
-        if not isinstance(subject, str):
-            conn.execute(
-                "UPDATE semantic_docs SET subject=NULL, version=NULL WHERE collection=? AND id=?",
-                (collection, doc_id),
-            )
-            return []
-        row = conn.execute(
-            "SELECT subject, version, superseded_by FROM semantic_docs WHERE collection=? AND id=?",
-            (collection, doc_id),
-        ).fetchone()
-        if row["subject"] == subject and row["superseded_by"] is None and row["version"]:
-            version = int(row["version"])
-        else:
-            latest = conn.execute(
-                "SELECT MAX(version) FROM semantic_docs WHERE collection=? AND subject=? "
-                "AND scope=? AND agent_name=?",
-                (collection, subject, scope, owner),
-            ).fetchone()[0]
-            version = int(latest or 0) + 1
-        conn.execute(
-            "UPDATE semantic_docs SET subject=?, version=?, superseded_by=NULL, "
-            "superseded_at=NULL WHERE collection=? AND id=?",
-            (subject, version, collection, doc_id),
-        )
-        older = [
-            r[0]
-            for r in conn.execute(
-                "SELECT id FROM semantic_docs WHERE collection=? AND subject=? AND scope=? "
-                "AND agent_name=? AND id != ? AND superseded_by IS NULL",
-                (collection, subject, scope, owner, doc_id),
-            )
-        ]
-        conn.executemany(
-            "UPDATE semantic_docs SET superseded_by=?, superseded_at=? WHERE collection=? AND id=?",
-            [(doc_id, now, collection, old) for old in older],
-        )
-        return older
 
     def _flag_superseded(self, collection: str, doc_ids: Sequence[str]) -> None:
         """Mirror ``superseded_by`` into the chunks' ``_current`` flag (SQLite stays the truth:
@@ -526,6 +413,7 @@ class SemanticStore:
                             "AND state='deleting'",
                             (collection, row["id"]),
                         )
+                        sync_fulltext(conn, [int(row["rowid"])])
 
     def delete(self, collection: str, ids: Sequence[str]) -> int:
         """Delete documents (and their chunks); return how many existed.
@@ -554,189 +442,6 @@ class SemanticStore:
         return len(rows)
 
     # -- reading -----------------------------------------------------------------------
-
-    def query(
-        self,
-        collection: str,
-        query_text: str,
-        n_results: int = 5,
-        where: Mapping[str, Any] | None = None,
-        where_document: Mapping[str, Any] | None = None,
-        *,
-        reader: str | None = None,
-        reader_teams: Iterable[str] = (),
-        dedupe: bool = True,
-        touch: bool = True,
-        current_first: bool = True,
-        author: str | None = None,
-        ids: Sequence[str] | None = None,
-    ) -> list[QueryHit]:
-        """The chunks most similar to ``query_text``, nearest first.
-
-        ``where`` filters on metadata and ``where_document`` on text, as in ChromaDB;
-        ``author`` keeps the documents that agent wrote, ``ids`` the documents with these ids.
-        ``reader`` limits results to what that agent may read; filters cannot widen it. With
-        ``dedupe`` (default) each document appears once, as its best chunk. Current versions
-        rank before superseded ones unless ``current_first`` is False.
-        """
-        coll = self._collection(collection)
-        query_text = check_text("query_text", query_text, max_chars=100_000)
-        n_results = check_positive_int("n_results", n_results, maximum=10_000)
-        clauses: list[dict[str, Any]] = []
-        if where is not None:
-            clauses.append(check_where(where, "where", FIELD_OPERATORS | WHERE_OPERATORS))
-        if reader is not None:
-            clauses.append(reader_where(check_name("reader", reader), reader_teams))
-        if author is not None:
-            clauses.append({"_agent": check_name("author", author)})
-        if ids is not None:
-            wanted = check_names("ids", ids)
-            if not wanted:
-                return []
-            clauses.append({"_doc": {"$in": wanted}})
-        expiry = self._expiry_where(collection)
-        if expiry is not None:
-            clauses.append(expiry)
-        doc_filter = None
-        if where_document is not None:
-            doc_filter = check_where(where_document, "where_document", DOC_OPERATORS)
-        combined = clauses[0] if len(clauses) == 1 else ({"$and": clauses} if clauses else None)
-        vector = self._embedder.embed_query(query_text)
-        # HNSW is approximate: in a large collection full of near-duplicates a narrow search
-        # misses the nearest document. ``hnsw_search_ef`` sets its breadth; asking for at
-        # least QUERY_FETCH_FLOOR neighbours also leaves room for the dead and the duplicate
-        # chunks dropped below.
-        fetch = min(10_000, max(QUERY_FETCH_FLOOR, n_results * 4 if dedupe else n_results))
-        try:
-            with chroma_errors("where"):
-                raw = coll.query(
-                    query_embeddings=[vector],
-                    n_results=fetch,
-                    where=combined,
-                    where_document=doc_filter,
-                    include=["documents", "metadatas", "distances"],
-                )
-        except ValidationError as exc:  # Chroma's own validation of filters (a bad regex)
-            about = exc.message.lower()
-            field = "where_document" if "regex" in about or "document" in about else "where"
-            raise ValidationError(field, exc.message) from None
-        live = self._registry.live_versions(
-            collection,
-            [
-                str((m or {}).get("_doc", c.split("#")[0]))
-                for c, m in zip(raw["ids"][0], raw["metadatas"][0], strict=True)
-            ],
-        )
-        hits: list[QueryHit] = []
-        seen: set[str] = set()
-        for cid, doc, meta, dist in zip(
-            raw["ids"][0],
-            raw["documents"][0],
-            raw["metadatas"][0],
-            raw["distances"][0],
-            strict=True,
-        ):
-            meta = dict(meta or {})
-            doc_id = str(meta.get("_doc", cid.split("#")[0]))
-            if doc_id not in live or (dedupe and doc_id in seen):
-                continue
-            seen.add(doc_id)
-            hits.append(
-                QueryHit(
-                    id=cid,
-                    document=doc or "",
-                    metadata=public_metadata(meta),
-                    distance=float(dist),
-                    collection=collection,
-                    doc_id=doc_id,
-                    chunk_index=int(meta.get("_chunk", 0)),
-                    current=live[doc_id],
-                )
-            )
-        hits.sort(key=lambda h: (current_first and not h.current, h.distance))
-        hits = hits[:n_results]
-        if touch and hits:
-            self._registry.touch(collection, [h.doc_id for h in hits])
-        return hits
-
-    def search_text(
-        self,
-        collection: str,
-        query_text: str,
-        *,
-        limit: int = 20,
-        among: Sequence[str] | None = None,
-        reader: str | None = None,
-        reader_teams: Iterable[str] = (),
-    ) -> dict[str, float]:
-        """The searchable documents of ``collection`` that share words with ``query_text``,
-        each with its BM25 score (higher is better), best first: the ``limit`` best, of
-        those with ids in ``among`` if given.
-
-        Words are analysed as for episodes (:mod:`omoide.text.fulltext`): Japanese as character
-        bigrams, English stemmed. Embeddings place "Q1 budget" and "Q1 priority" close
-        together; full text tells them apart.
-        """
-        wanted = None if among is None else check_names("among", among)
-        expression, limit, reader = self._words_asked(collection, query_text, limit, reader)
-        if expression is None:
-            return {}
-        return self._registry.search_text(
-            collection,
-            expression,
-            limit=limit,
-            among=wanted,
-            reader=reader,
-            reader_teams=reader_teams,
-        )
-
-    def archived_versions(
-        self,
-        collection: str,
-        query_text: str,
-        *,
-        limit: int = 3,
-        reader: str | None = None,
-        reader_teams: Iterable[str] = (),
-    ) -> list[SemanticDocument]:
-        """Archived earlier versions of facts that are still current (their subject has a
-        searchable version) sharing words with ``query_text``, best first: archiving takes
-        a version out of vector search, but a question may be worded like it (asked in
-        Japanese about a fact restated in English), and the router lends its match to the
-        current version."""
-        expression, limit, reader = self._words_asked(collection, query_text, limit, reader)
-        if expression is None:
-            return []
-        return self._registry.archived_versions(
-            collection, expression, limit=limit, reader=reader, reader_teams=reader_teams
-        )
-
-    def _words_asked(
-        self, collection: str, query_text: Any, limit: Any, reader: Any
-    ) -> tuple[str | None, int, str | None]:
-        """The checked arguments of a full-text search: its FTS5 expression (None: the
-        query has no words), limit and reader."""
-        self._collection(collection)
-        query_text = check_text("query_text", query_text, max_chars=100_000, allow_empty=True)
-        limit = check_positive_int("limit", limit, maximum=10_000)
-        reader = None if reader is None else check_name("reader", reader)
-        return match_expression(query_text), limit, reader
-
-    def get(
-        self,
-        collection: str,
-        doc_id: str,
-        *,
-        reader: str | None = None,
-        reader_teams: Iterable[str] = (),
-    ) -> SemanticDocument:
-        """The whole document with this id (NotFoundError if absent or not visible)."""
-        self._collection(collection)
-        check_name("id", doc_id)
-        found = self._registry.get(collection, doc_id, reader, reader_teams)
-        if found is None:
-            raise NotFoundError("document", f"{collection}/{doc_id}")
-        return found
 
     def chunk(self, text: str) -> list[str]:
         """The chunks :meth:`store` would write for ``text``."""
@@ -772,97 +477,6 @@ class SemanticStore:
             for start in range(0, len(ids), 500):
                 removed += self.remove_expired(name, ids[start : start + 500])
         return removed
-
-    def _expiry_where(self, collection: str) -> dict[str, Any] | None:
-        """A filter hiding expired chunks, or None when the collection holds none (the norm)."""
-        now = to_timestamp(self._clock.now())
-        expired = self._db.scalar(
-            "SELECT 1 FROM semantic_docs WHERE collection=? AND expires_at IS NOT NULL "
-            "AND expires_at <= ? LIMIT 1",
-            (collection, now),
-        )
-        if expired is None:
-            return None
-        # ``$ne`` also matches chunks without the key: documents that never expire.
-        return {"$or": [{"_expiring": {"$ne": True}}, {"_expires": {"$gt": now}}]}
-
-    # -- collection policies ----------------------------------------------------------------
-
-    def collection_stats(self) -> list[CollectionStats]:
-        """Each collection's declared purpose, retention and cap beside its current usage."""
-        counts = self._registry.counts()
-        expired = self._registry.expired_counts()
-        stats = []
-        for name, spec in self.config.collections.items():
-            stats.append(
-                CollectionStats(
-                    name=name,
-                    purpose=spec.purpose or name,
-                    retention_days=spec.retention_days,
-                    max_docs=spec.max_docs,
-                    on_full=spec.on_full,
-                    update_freq=spec.update_freq,
-                    documents=counts.get((name, "active"), 0),
-                    pending=counts.get((name, "pending"), 0),
-                    archived=counts.get((name, "archived"), 0),
-                    compressed=counts.get((name, "compressed"), 0),
-                    expired=expired.get(name, 0),
-                    chunks=self.count_chunks(name),
-                )
-            )
-        return stats
-
-    def documents(
-        self,
-        collection: str,
-        *,
-        limit: int = 100,
-        offset: int = 0,
-        reader: str | None = None,
-        reader_teams: Iterable[str] = (),
-        state: str = "active",
-    ) -> list[SemanticDocument]:
-        """Documents of a collection, newest first."""
-        self._collection(collection)
-        check_positive_int("limit", limit)
-        return self._registry.documents(
-            collection,
-            limit=limit,
-            offset=max(0, int(offset)),
-            reader=reader,
-            reader_teams=reader_teams,
-            state=state,
-        )
-
-    def touch(self, collection: str, doc_ids: Sequence[str]) -> None:
-        """Count one access of each document (a ranker outside :meth:`query` returned it)."""
-        self._collection(collection)
-        self._registry.touch(
-            collection, [check_name(f"doc_ids[{i}]", d) for i, d in enumerate(doc_ids)]
-        )
-
-    def current_subjects(self, collection: str) -> list[str]:
-        """The subjects of ``collection`` that have a live current version, sorted."""
-        self._collection(collection)
-        return self._registry.current_subjects(collection)
-
-    def authors(self, collection: str) -> list[str]:
-        """The agents that wrote the searchable documents of ``collection``, sorted."""
-        self._collection(collection)
-        return self._registry.authors(collection)
-
-    def count(self, collection: str, *, state: str = "active") -> int:
-        """Number of documents (not chunks) in a collection."""
-        self._collection(collection)
-        return self._registry.count(collection, state)
-
-    def count_chunks(self, collection: str) -> int:
-        """Number of chunks ChromaDB holds for a collection."""
-        coll = self._collection(collection)
-        with chroma_errors("collection"):
-            return int(coll.count())
-
-    # -- helpers -----------------------------------------------------------------------
 
     def _check_documents(self, documents: Any) -> list[str]:
         if isinstance(documents, str) or not isinstance(documents, Sequence):

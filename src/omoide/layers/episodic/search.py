@@ -1,0 +1,344 @@
+"""Layer 2's search: recall, candidates for other rankers, and the in-memory vector matrix.
+
+:class:`EpisodeSearch` is the reading half of
+:class:`~omoide.layers.episodic.store.EpisodicStore` (which adds the writes): it filters in
+SQL, gathers candidates by full-text rank (``episodes_fts``) and by embedding similarity (an
+exact scan over the in-memory matrix of live episodes: at the store's 10,000-entry scale
+about a millisecond, no approximate index needed), then scores each candidate (see the
+store's module). Part of the episodic layer, which owns the tables it reads.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from omoide.clock import Clock, to_timestamp
+from omoide.core.config import EpisodicConfig
+from omoide.core.filters import MAX_FILTER_TERMS
+from omoide.core.freshness import FreshnessCurve
+from omoide.core.models import Episode
+from omoide.core.scope import reader_predicate
+from omoide.core.validation import (
+    check_name,
+    check_positive_int,
+    check_string_list,
+    check_text,
+    check_time_range,
+)
+from omoide.layers.episodic.context_keys import DEFAULT_COLUMN_WEIGHTS, key_texts, search_keys
+from omoide.layers.episodic.rows import LIVE_SQL, EpisodicRows
+from omoide.layers.episodic.vectors import VectorMatrix
+from omoide.providers.embeddings import Embedder
+from omoide.storage import Database
+from omoide.text.fulltext import coverage, index_text, match_expression, query_terms
+
+__all__ = ["Candidate", "EpisodeSearch"]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """An episode that may answer a query, with the raw signals that found it."""
+
+    episode: Episode
+    #: BM25 of its context key (0 when the key does not match); higher is better.
+    key_score: float
+    #: Cosine similarity of the query and the episode's embedding.
+    cosine: float
+    #: Analysed words of its context key (the episode and its neighbours in the thread), for
+    #: checking how many of the query's words it holds (:func:`omoide.text.fulltext.coverage`);
+    #: empty when the key does not match.
+    key: str = ""
+
+
+class EpisodeSearch:
+    """Recall and search over the episodic tables (the base of ``EpisodicStore``)."""
+
+    _db: Database
+    _embedder: Embedder
+    _clock: Clock
+    config: EpisodicConfig
+    freshness: FreshnessCurve
+    rows: EpisodicRows
+    _index: VectorMatrix | None
+    _index_lock: threading.Lock
+
+    def count_holding(self, phrase: str, *, limit: int) -> int:
+        """Number of active episodes whose text holds ``phrase`` (its words, in order),
+        counted up to ``limit``: enough to tell a rare identifier from a common one."""
+        phrase = check_text("phrase", phrase, max_chars=self.config.max_description_chars)
+        limit = check_positive_int("limit", limit, maximum=10_000)
+        words = index_text(phrase).split()
+        if not words:
+            return 0
+        expression = '"' + " ".join(w.replace('"', '""') for w in words) + '"'
+        # CROSS JOIN keeps the full-text match as the outer loop: planned the other way round,
+        # SQLite probes the index once per active episode (seconds on a large store).
+        return int(
+            self._db.scalar(
+                "SELECT COUNT(*) FROM (SELECT f.rowid FROM episodes_fts f "
+                "CROSS JOIN episodes ON episodes.rowid = f.rowid "
+                "WHERE episodes_fts MATCH ? AND episodes.state = 'active' LIMIT ?)",
+                [expression, limit],
+            )
+        )
+
+    def browse(
+        self,
+        *,
+        agent_name: str | None = None,
+        event_type: str | None = None,
+        time_range: Sequence[datetime | str | None] | None = None,
+        limit: int = 100,
+        offset: int = 0,
+        reader: str | None = None,
+        reader_teams: Iterable[str] = (),
+    ) -> list[Episode]:
+        """Episodes newest first, filtered (``reader``: what it may see), without scoring."""
+        where, params = self._filters(agent_name, event_type, time_range, None)
+        check_positive_int("limit", limit)
+        scope_sql, scope_params = reader_predicate(reader, reader_teams)
+        return self.rows.fetch(
+            f"{where} AND {scope_sql} ORDER BY timestamp DESC LIMIT ? OFFSET ?",
+            [*params, *scope_params, limit, max(0, int(offset))],
+        )
+
+    def freshness_of(self, episode: Episode, now: datetime | None = None) -> float:
+        """Freshness of ``episode`` now (or at ``now``) on the configured curve."""
+        age = ((now or self._clock.now()) - episode.timestamp).total_seconds() / 86400
+        return float(self.freshness(age, episode.decay_rate))
+
+    def recall(
+        self,
+        query: str,
+        agent_name: str | None = None,
+        event_type: str | None = None,
+        time_range: Sequence[datetime | str | None] | None = None,
+        tags: Sequence[str] | None = None,
+        top_k: int = 10,
+        *,
+        reader: str | None = None,
+        reader_teams: Iterable[str] = (),
+        touch: bool = True,
+    ) -> list[Episode]:
+        """The episodes that best answer ``query``, best first, each with its ``score``.
+
+        Filters (the agent that recorded it, event type, ``(start, end)`` time range, tags —
+        all of them must be present) apply before scoring. ``reader`` limits results to what
+        that agent may see. An empty query ranks the filtered episodes by importance and
+        freshness alone.
+        Long because the article's formula is computed in one pass over the filtered candidates (SQL
+        filters, full-text and vector relevance, freshness, the final sort), kept together so the
+        formula reads as one.
+        """
+        query = check_text(
+            "query", query, max_chars=self.config.max_description_chars, allow_empty=True
+        )
+        top_k = check_positive_int("top_k", top_k, maximum=10_000)
+        where, params = self._filters(agent_name, event_type, time_range, tags)
+        filtered = bool(params) or reader is not None
+        scope_sql, scope_params = reader_predicate(reader, reader_teams)
+        where = f"{where} AND {scope_sql}"
+        params = [*params, *scope_params]
+        pool = max(self.config.candidate_pool, top_k)
+        now = self._clock.now()
+
+        text_scores: dict[int, float] = {}
+        dense: dict[int, float] = {}
+        if query.strip():
+            expression = match_expression(query)
+            if expression:
+                for rowid, rank in self._db.query(
+                    "SELECT f.rowid, -bm25(episodes_fts) FROM episodes_fts f "
+                    "JOIN episodes ON episodes.rowid = f.rowid "
+                    f"WHERE episodes_fts MATCH ? AND {where} "
+                    "ORDER BY bm25(episodes_fts) LIMIT ?",
+                    [expression, *params, pool],
+                ):
+                    text_scores[int(rowid)] = max(0.0, float(rank))
+            dense = self._dense_candidates(
+                query, where if filtered else None, params, pool, extra=text_scores.keys()
+            )
+            candidates = set(text_scores) | {
+                r for r, _ in sorted(dense.items(), key=lambda kv: -kv[1])[:pool]
+            }
+        else:
+            candidates = {
+                int(r[0])
+                for r in self._db.query(
+                    f"SELECT rowid FROM episodes WHERE {where} ORDER BY timestamp DESC LIMIT ?",
+                    [*params, pool],
+                )
+            }
+            candidates |= {
+                int(r[0])
+                for r in self._db.query(
+                    f"SELECT rowid FROM episodes WHERE {where} ORDER BY importance DESC LIMIT ?",
+                    [*params, pool],
+                )
+            }
+        if not candidates:
+            return []
+        episodes = self.rows.fetch_rowids(candidates)
+        best_text = max(text_scores.values(), default=0.0)
+        terms = query_terms(query)
+        tw = self.config.text_weight
+        relevance: dict[int, float] = {}
+        if query.strip():
+            for rowid, episode in episodes.items():
+                text_part = 0.0
+                if best_text > 0 and rowid in text_scores:
+                    body = " ".join(
+                        (
+                            episode.description,
+                            episode.outcome or "",
+                            episode.agent_name,
+                            episode.event_type,
+                            *episode.tags,
+                        )
+                    )
+                    text_part = text_scores[rowid] / best_text * coverage(terms, body)
+                dense_part = float(self._embedder.calibrate(dense.get(rowid, 0.0), "query"))
+                relevance[rowid] = tw * text_part + (1 - tw) * dense_part
+        # Relevance is scaled so that the best candidate has 1: calibrated similarities of a
+        # small model span a narrow band, and unscaled they would carry far less than their
+        # 40 % of the score next to importance and freshness.
+        top_relevance = max(relevance.values(), default=0.0)
+        scored: list[tuple[float, Episode]] = []
+        for rowid, episode in episodes.items():
+            rel = relevance.get(rowid, 0.0) / top_relevance if top_relevance > 0 else 0.0
+            score = (
+                self.config.relevance_weight * rel
+                + self.config.importance_weight * episode.importance
+                + self.config.freshness_weight * self.freshness_of(episode, now)
+            )
+            scored.append((score, episode))
+        scored.sort(key=lambda pair: (-pair[0], -pair[1].timestamp.timestamp(), pair[1].id))
+        chosen = scored[:top_k]
+        if touch and chosen:
+            self._touch([e.id for _, e in chosen], now)
+            return [
+                replace(e, score=s, access_count=e.access_count + 1, last_accessed=now)
+                for s, e in chosen
+            ]
+        return [replace(e, score=s) for s, e in chosen]
+
+    def candidates(
+        self,
+        query: str,
+        *,
+        pool: int = 200,
+        time_range: Sequence[datetime | str | None] | None = None,
+        reader: str | None = None,
+        reader_teams: Iterable[str] = (),
+        key_weights: Sequence[float] = DEFAULT_COLUMN_WEIGHTS,
+    ) -> list[Candidate]:
+        """Candidates for ``query`` with their raw signals, for rankers other than
+        :meth:`recall` (the router): the best ``pool`` by context-key BM25 (see
+        :mod:`omoide.layers.episodic.context_keys`) and the best ``pool`` by embedding similarity,
+        among the
+        active episodes ``reader`` may see. Nothing is touched."""
+        query = check_text("query", query, max_chars=self.config.max_description_chars)
+        pool = check_positive_int("pool", pool, maximum=10_000)
+        where, params = self._filters(None, None, time_range, None)
+        scope_sql, scope_params = reader_predicate(
+            None if reader is None else check_name("reader", reader), reader_teams
+        )
+        where = f"{where} AND {scope_sql}"
+        params = [*params, *scope_params]
+        filtered = len(params) > 0
+        keys = search_keys(self._db, query, where, params, pool, key_weights)
+        dense = self._dense_candidates(
+            query, where if filtered else None, params, pool, extra=keys.keys()
+        )
+        episodes = self.rows.fetch_rowids(set(keys) | set(dense))
+        texts = key_texts(self._db, keys)  # coverage matters only where the words match
+        return [
+            Candidate(episode, keys.get(rowid, 0.0), dense.get(rowid, 0.0), texts.get(rowid, ""))
+            for rowid, episode in episodes.items()
+        ]
+
+    def _dense_candidates(
+        self, query: str, where: str | None, params: Sequence[Any], pool: int, extra: Iterable[int]
+    ) -> dict[int, float]:
+        """Cosine similarity of the best ``pool`` episodes matching ``where`` (None: all
+        active ones), plus of the ``extra`` ones."""
+        vector = self._embedder.embed_query(query)
+        index = self._vector_index()
+        with self._index_lock:
+            rowids, sims = index.similarities(vector)
+            rowids, sims = rowids.copy(), sims.copy()
+        if where is not None:
+            allowed = np.fromiter(
+                (r[0] for r in self._db.query(f"SELECT rowid FROM episodes WHERE {where}", params)),
+                dtype=np.int64,
+            )
+            mask = np.isin(rowids, allowed)
+            rowids, sims = rowids[mask], sims[mask]
+        result: dict[int, float] = {}
+        if len(rowids):
+            k = min(pool, len(rowids))
+            top = np.argpartition(-sims, k - 1)[:k]
+            result = {int(rowids[i]): float(sims[i]) for i in top}
+        wanted = [r for r in extra if r not in result]
+        if wanted:
+            position = {int(r): i for i, r in enumerate(rowids)}
+            for r in wanted:
+                if r in position:
+                    result[r] = float(sims[position[r]])
+        return result
+
+    def forget_vectors(self, rowids: Iterable[int] | None = None) -> None:
+        """Drop episodes that left the active state from the in-memory index (None: all;
+        the index is then rebuilt from the table on the next recall)."""
+        with self._index_lock:
+            if rowids is None or self._index is None:
+                self._index = None
+            else:
+                self._index.remove(rowids)
+
+    def _vector_index(self) -> VectorMatrix:
+        with self._index_lock:
+            if self._index is None:
+                index = VectorMatrix(self._embedder.dimension)
+                rows = self._db.query(f"SELECT rowid, embedding FROM episodes WHERE {LIVE_SQL}")
+                if rows:
+                    matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32)
+                    index.add([r[0] for r in rows], matrix.reshape(len(rows), -1))
+                self._index = index
+            return self._index
+
+    def _filters(
+        self,
+        agent_name: str | None,
+        event_type: str | None,
+        time_range: Sequence[datetime | str | None] | None,
+        tags: Sequence[str] | None,
+    ) -> tuple[str, list[Any]]:
+        where = [LIVE_SQL]
+        params: list[Any] = []
+        if agent_name is not None:
+            where.append("agent_name = ?")
+            params.append(check_name("agent_name", agent_name))
+        if event_type is not None:
+            where.append("event_type = ?")
+            params.append(check_name("event_type", event_type))
+        start, end = check_time_range("time_range", time_range)
+        if start is not None:
+            where.append("timestamp >= ?")
+            params.append(to_timestamp(start))
+        if end is not None:
+            where.append("timestamp <= ?")
+            params.append(to_timestamp(end))
+        for tag in check_string_list("tags", tags, max_items=MAX_FILTER_TERMS):
+            where.append("EXISTS (SELECT 1 FROM json_each(episodes.tags) WHERE value = ?)")
+            params.append(tag)
+        return " AND ".join(where), params
+
+    def _touch(self, ids: Sequence[str], now: datetime | None = None) -> None:
+        self.rows.touch(ids, to_timestamp(now or self._clock.now()))

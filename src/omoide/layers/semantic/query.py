@@ -1,0 +1,345 @@
+"""Layer 3's reads: similarity queries, full-text search, documents and their statistics.
+
+:class:`DocumentQueries` is the reading half of
+:class:`~omoide.layers.semantic.store.SemanticStore` (which adds the writes and keeps
+ChromaDB in line with the registry). Part of the semantic layer, which owns the tables it
+reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from omoide.clock import Clock, to_timestamp
+from omoide.core.config import SemanticConfig
+from omoide.core.filters import (
+    DOC_OPERATORS,
+    FIELD_OPERATORS,
+    WHERE_OPERATORS,
+    check_where,
+    public_metadata,
+    reader_where,
+)
+from omoide.core.models import CollectionStats, QueryHit, SemanticDocument
+from omoide.core.validation import (
+    check_name,
+    check_names,
+    check_positive_int,
+    check_text,
+)
+from omoide.errors import (
+    NotFoundError,
+    UnknownCollectionError,
+    ValidationError,
+)
+from omoide.layers.semantic.registry import DocumentRegistry
+from omoide.providers.embeddings import Embedder
+from omoide.storage import Database
+from omoide.storage.chroma import chroma_errors
+from omoide.text.fulltext import match_expression
+
+__all__ = ["QUERY_FETCH_FLOOR", "DocumentQueries"]
+
+#: Fewest neighbours asked of ChromaDB per query (see :meth:`SemanticStore.query`).
+QUERY_FETCH_FLOOR = 100
+
+
+class DocumentQueries:
+    """Queries of the semantic layer (the base of ``SemanticStore``)."""
+
+    _db: Database
+    _registry: DocumentRegistry
+    _embedder: Embedder
+    _clock: Clock
+    config: SemanticConfig
+    chunk_tokens: int
+    _count_tokens: Callable[[str], int]
+    _collections: dict[str, Any]
+    remove_expired: Callable[[str, Sequence[str]], int]
+
+    @property
+    def collections(self) -> list[str]:
+        """Names of the configured collections."""
+        return list(self._collections)
+
+    def _collection(self, name: Any) -> Any:
+        if not isinstance(name, str) or name not in self._collections:
+            raise UnknownCollectionError(name, list(self._collections))
+        return self._collections[name]
+
+    def query(
+        self,
+        collection: str,
+        query_text: str,
+        n_results: int = 5,
+        where: Mapping[str, Any] | None = None,
+        where_document: Mapping[str, Any] | None = None,
+        *,
+        reader: str | None = None,
+        reader_teams: Iterable[str] = (),
+        dedupe: bool = True,
+        touch: bool = True,
+        current_first: bool = True,
+        author: str | None = None,
+        ids: Sequence[str] | None = None,
+    ) -> list[QueryHit]:
+        """The chunks most similar to ``query_text``, nearest first.
+
+        ``where`` filters on metadata and ``where_document`` on text, as in ChromaDB;
+        ``author`` keeps the documents that agent wrote, ``ids`` the documents with these ids.
+        ``reader`` limits results to what that agent may read; filters cannot widen it. With
+        ``dedupe`` (default) each document appears once, as its best chunk. Current versions
+        rank before superseded ones unless ``current_first`` is False.
+        Long because the filter checks, the Chroma query, expiry and scope filtering and the
+        grouping of chunks into documents are one read path.
+        """
+        coll = self._collection(collection)
+        query_text = check_text("query_text", query_text, max_chars=100_000)
+        n_results = check_positive_int("n_results", n_results, maximum=10_000)
+        clauses: list[dict[str, Any]] = []
+        if where is not None:
+            clauses.append(check_where(where, "where", FIELD_OPERATORS | WHERE_OPERATORS))
+        if reader is not None:
+            clauses.append(reader_where(check_name("reader", reader), reader_teams))
+        if author is not None:
+            clauses.append({"_agent": check_name("author", author)})
+        if ids is not None:
+            wanted = check_names("ids", ids)
+            if not wanted:
+                return []
+            clauses.append({"_doc": {"$in": wanted}})
+        expiry = self._expiry_where(collection)
+        if expiry is not None:
+            clauses.append(expiry)
+        doc_filter = None
+        if where_document is not None:
+            doc_filter = check_where(where_document, "where_document", DOC_OPERATORS)
+        combined = clauses[0] if len(clauses) == 1 else ({"$and": clauses} if clauses else None)
+        vector = self._embedder.embed_query(query_text)
+        # HNSW is approximate: in a large collection full of near-duplicates a narrow search
+        # misses the nearest document. ``hnsw_search_ef`` sets its breadth; asking for at
+        # least QUERY_FETCH_FLOOR neighbours also leaves room for the dead and the duplicate
+        # chunks dropped below.
+        fetch = min(10_000, max(QUERY_FETCH_FLOOR, n_results * 4 if dedupe else n_results))
+        try:
+            with chroma_errors("where"):
+                raw = coll.query(
+                    query_embeddings=[vector],
+                    n_results=fetch,
+                    where=combined,
+                    where_document=doc_filter,
+                    include=["documents", "metadatas", "distances"],
+                )
+        except ValidationError as exc:  # Chroma's own validation of filters (a bad regex)
+            about = exc.message.lower()
+            field = "where_document" if "regex" in about or "document" in about else "where"
+            raise ValidationError(field, exc.message) from None
+        live = self._registry.live_versions(
+            collection,
+            [
+                str((m or {}).get("_doc", c.split("#")[0]))
+                for c, m in zip(raw["ids"][0], raw["metadatas"][0], strict=True)
+            ],
+        )
+        hits: list[QueryHit] = []
+        seen: set[str] = set()
+        for cid, doc, meta, dist in zip(
+            raw["ids"][0],
+            raw["documents"][0],
+            raw["metadatas"][0],
+            raw["distances"][0],
+            strict=True,
+        ):
+            meta = dict(meta or {})
+            doc_id = str(meta.get("_doc", cid.split("#")[0]))
+            if doc_id not in live or (dedupe and doc_id in seen):
+                continue
+            seen.add(doc_id)
+            hits.append(
+                QueryHit(
+                    id=cid,
+                    document=doc or "",
+                    metadata=public_metadata(meta),
+                    distance=float(dist),
+                    collection=collection,
+                    doc_id=doc_id,
+                    chunk_index=int(meta.get("_chunk", 0)),
+                    current=live[doc_id],
+                )
+            )
+        hits.sort(key=lambda h: (current_first and not h.current, h.distance))
+        hits = hits[:n_results]
+        if touch and hits:
+            self._registry.touch(collection, [h.doc_id for h in hits])
+        return hits
+
+    def search_text(
+        self,
+        collection: str,
+        query_text: str,
+        *,
+        limit: int = 20,
+        among: Sequence[str] | None = None,
+        reader: str | None = None,
+        reader_teams: Iterable[str] = (),
+    ) -> dict[str, float]:
+        """The searchable documents of ``collection`` that share words with ``query_text``,
+        each with its BM25 score (higher is better), best first: the ``limit`` best, of
+        those with ids in ``among`` if given.
+
+        Words are analysed as for episodes (:mod:`omoide.text.fulltext`): Japanese as character
+        bigrams, English stemmed. Embeddings place "Q1 budget" and "Q1 priority" close
+        together; full text tells them apart.
+        """
+        wanted = None if among is None else check_names("among", among)
+        expression, limit, reader = self._words_asked(collection, query_text, limit, reader)
+        if expression is None:
+            return {}
+        return self._registry.search_text(
+            collection,
+            expression,
+            limit=limit,
+            among=wanted,
+            reader=reader,
+            reader_teams=reader_teams,
+        )
+
+    def archived_versions(
+        self,
+        collection: str,
+        query_text: str,
+        *,
+        limit: int = 3,
+        reader: str | None = None,
+        reader_teams: Iterable[str] = (),
+    ) -> list[SemanticDocument]:
+        """Archived earlier versions of facts that are still current (their subject has a
+        searchable version) sharing words with ``query_text``, best first: archiving takes
+        a version out of vector search, but a question may be worded like it (asked in
+        Japanese about a fact restated in English), and the router lends its match to the
+        current version."""
+        expression, limit, reader = self._words_asked(collection, query_text, limit, reader)
+        if expression is None:
+            return []
+        return self._registry.archived_versions(
+            collection, expression, limit=limit, reader=reader, reader_teams=reader_teams
+        )
+
+    def _words_asked(
+        self, collection: str, query_text: Any, limit: Any, reader: Any
+    ) -> tuple[str | None, int, str | None]:
+        """The checked arguments of a full-text search: its FTS5 expression (None: the
+        query has no words), limit and reader."""
+        self._collection(collection)
+        query_text = check_text("query_text", query_text, max_chars=100_000, allow_empty=True)
+        limit = check_positive_int("limit", limit, maximum=10_000)
+        reader = None if reader is None else check_name("reader", reader)
+        return match_expression(query_text), limit, reader
+
+    def get(
+        self,
+        collection: str,
+        doc_id: str,
+        *,
+        reader: str | None = None,
+        reader_teams: Iterable[str] = (),
+    ) -> SemanticDocument:
+        """The whole document with this id (NotFoundError if absent or not visible)."""
+        self._collection(collection)
+        check_name("id", doc_id)
+        found = self._registry.get(collection, doc_id, reader, reader_teams)
+        if found is None:
+            raise NotFoundError("document", f"{collection}/{doc_id}")
+        return found
+
+    def _expiry_where(self, collection: str) -> dict[str, Any] | None:
+        """A filter hiding expired chunks, or None when the collection holds none (the norm)."""
+        now = to_timestamp(self._clock.now())
+        expired = self._db.scalar(
+            "SELECT 1 FROM semantic_docs WHERE collection=? AND expires_at IS NOT NULL "
+            "AND expires_at <= ? LIMIT 1",
+            (collection, now),
+        )
+        if expired is None:
+            return None
+        # ``$ne`` also matches chunks without the key: documents that never expire.
+        return {"$or": [{"_expiring": {"$ne": True}}, {"_expires": {"$gt": now}}]}
+
+    # -- collection policies ----------------------------------------------------------------
+
+    def collection_stats(self) -> list[CollectionStats]:
+        """Each collection's declared purpose, retention and cap beside its current usage."""
+        counts = self._registry.counts()
+        expired = self._registry.expired_counts()
+        stats = []
+        for name, spec in self.config.collections.items():
+            stats.append(
+                CollectionStats(
+                    name=name,
+                    purpose=spec.purpose or name,
+                    retention_days=spec.retention_days,
+                    max_docs=spec.max_docs,
+                    on_full=spec.on_full,
+                    update_freq=spec.update_freq,
+                    documents=counts.get((name, "active"), 0),
+                    pending=counts.get((name, "pending"), 0),
+                    archived=counts.get((name, "archived"), 0),
+                    compressed=counts.get((name, "compressed"), 0),
+                    expired=expired.get(name, 0),
+                    chunks=self.count_chunks(name),
+                )
+            )
+        return stats
+
+    def documents(
+        self,
+        collection: str,
+        *,
+        limit: int = 100,
+        offset: int = 0,
+        reader: str | None = None,
+        reader_teams: Iterable[str] = (),
+        state: str = "active",
+    ) -> list[SemanticDocument]:
+        """Documents of a collection, newest first."""
+        self._collection(collection)
+        check_positive_int("limit", limit)
+        return self._registry.documents(
+            collection,
+            limit=limit,
+            offset=max(0, int(offset)),
+            reader=reader,
+            reader_teams=reader_teams,
+            state=state,
+        )
+
+    def touch(self, collection: str, doc_ids: Sequence[str]) -> None:
+        """Count one access of each document (a ranker outside :meth:`query` returned it)."""
+        self._collection(collection)
+        self._registry.touch(
+            collection, [check_name(f"doc_ids[{i}]", d) for i, d in enumerate(doc_ids)]
+        )
+
+    def current_subjects(self, collection: str) -> list[str]:
+        """The subjects of ``collection`` that have a live current version, sorted."""
+        self._collection(collection)
+        return self._registry.current_subjects(collection)
+
+    def authors(self, collection: str) -> list[str]:
+        """The agents that wrote the searchable documents of ``collection``, sorted."""
+        self._collection(collection)
+        return self._registry.authors(collection)
+
+    def count(self, collection: str, *, state: str = "active") -> int:
+        """Number of documents (not chunks) in a collection."""
+        self._collection(collection)
+        return self._registry.count(collection, state)
+
+    def count_chunks(self, collection: str) -> int:
+        """Number of chunks ChromaDB holds for a collection."""
+        coll = self._collection(collection)
+        with chroma_errors("collection"):
+            return int(coll.count())
+
+    # -- helpers -----------------------------------------------------------------------
