@@ -10,7 +10,6 @@ function and an entry there. ``--json`` prints machine output; otherwise tables.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Sequence
@@ -18,9 +17,10 @@ from pathlib import Path
 from typing import IO, Any
 
 from omoide.cli.console import Output, ProgressReporter
+from omoide.cli.options import common_options as _common_options
+from omoide.cli.options import fail as _fail
 from omoide.cli.pipeline_commands import PIPELINE_COMMANDS
 from omoide.cli.spec import (
-    ALL_OPTIONS,
     Command,
     Ops,
     arg,
@@ -408,45 +408,6 @@ def _store(ops: Ops, args: argparse.Namespace) -> Any:
 # -- parser ------------------------------------------------------------------------------
 
 
-def _common_options(names: Sequence[str] = ALL_OPTIONS) -> argparse.ArgumentParser:
-    """The global options ``names``, each defined here once."""
-    common = argparse.ArgumentParser(add_help=False)
-    group = common.add_argument_group("where the memory is, and who acts")
-    defined = {
-        "path": (("--path",), "data directory (default: $OMOIDE_HOME, else ./omoide-data)"),
-        "url": (
-            ("--url",),
-            "a running `omoide serve`, e.g. http://127.0.0.1:8765 (default: $OMOIDE_URL)",
-        ),
-        "key": (("--key",), "API key for --url (default: $OMOIDE_API_KEY)"),
-        "agent": (
-            ("--agent",),
-            "without --url: act, and read, as this agent (default: $OMOIDE_AGENT; none: "
-            "the operator, who reads everything)",
-        ),
-    }
-    for name in names:
-        if name in defined:
-            flags, help = defined[name]
-            group.add_argument(*flags, default=argparse.SUPPRESS, help=help)
-    if "json" in names:
-        common.add_argument(
-            "--json",
-            action="store_true",
-            default=argparse.SUPPRESS,
-            help="machine-readable output (errors too, on stderr)",
-        )
-    if "verbose" in names:
-        common.add_argument(
-            "-v",
-            "--verbose",
-            action="store_true",
-            default=argparse.SUPPRESS,
-            help="whole records instead of one line",
-        )
-    return common
-
-
 def _group_help(group: str) -> str:
     subs = [c.name.split(" ")[1] for c in COMMANDS if c.name.startswith(group + " ")]
     return f"{GROUPS.get(group, group)}: {', '.join(subs)}"
@@ -536,24 +497,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(out, exc)
     except KeyboardInterrupt:
         return 130
-
-
-def _fail(out: Output, exc: Exception, hint: str | None = None) -> int:
-    """Report an error on stderr (JSON with ``--json``: ``{"error", "detail", "field"}``, the
-    REST API's shape) and give the exit code 1."""
-    if out.json_mode:
-        body = {
-            "error": type(exc).__name__,
-            "detail": str(exc),
-            "field": getattr(exc, "field", None),
-            "hint": hint,
-        }
-        print(json.dumps(body, ensure_ascii=False), file=sys.stderr)
-        return 1
-    print(f"omoide: error: {exc}", file=sys.stderr)
-    if hint:
-        print(f"omoide: hint: {hint}", file=sys.stderr)
-    return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

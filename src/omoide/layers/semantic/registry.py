@@ -177,25 +177,15 @@ class DocumentRegistry:
         return {str(r[0] or ""): (int(r[1] or 0), int(r[2] or 0)) for r in rows}
 
     def ids_starting(
-        self,
-        prefix: str,
-        collection: str | None,
-        reader: str | None,
-        reader_teams: Iterable[str],
-        limit: int = 11,
+        self, prefix: str, collection: str | None, reader: str | None, teams: Iterable[str]
     ) -> list[str]:
-        """The ids starting with ``prefix`` of the documents ``reader`` may see (in
-        ``collection`` unless None), for a short id standing for a whole one."""
-        pred, params = reader_predicate(reader, reader_teams)
+        """Up to 11 ids starting with ``prefix`` of documents ``reader`` may see (a short id)."""
+        pred, params = reader_predicate(reader, teams)
         where, args = ("", []) if collection is None else (" AND collection=?", [collection])
-        return [
-            str(r[0])
-            for r in self._db.query(
-                f"SELECT DISTINCT id FROM semantic_docs WHERE id >= ? AND id < ?{where} "
-                f"AND {pred} ORDER BY id LIMIT ?",
-                (prefix, prefix + "\U0010ffff", *args, *params, limit),
-            )
-        ]
+        sql = f"SELECT DISTINCT id FROM semantic_docs WHERE id >= ? AND id < ?{where} AND {pred}"
+        end = prefix + "\U0010ffff"
+        rows = self._db.query(sql + " ORDER BY id LIMIT 11", (prefix, end, *args, *params))
+        return [str(r[0]) for r in rows]
 
     def exists(self, collection: str, doc_id: str) -> bool:
         return self.row(self._db, collection, doc_id) is not None
