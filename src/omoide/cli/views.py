@@ -390,7 +390,8 @@ def show_audit(out: Output, rows: list[dict[str, Any]]) -> None:
 
 def show_restore(out: Output, result: dict[str, Any]) -> None:
     where = result["layer"] + (f"/{result['collection']}" if result.get("collection") else "")
-    out.line(f"restored {result['item']['id']} in {where} (state {result['item']['state']})")
+    kept = "; kept against forgetting for good" if result.get("kept") else ""
+    out.line(f"restored {result['item']['id']} in {where} (state {result['item']['state']}){kept}")
 
 
 def show_index(out: Output, report: dict[str, Any]) -> None:

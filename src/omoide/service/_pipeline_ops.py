@@ -130,7 +130,12 @@ class PipelineOperations(OperationsBase):
         return [_object(e) for e in entries]
 
     def restore(
-        self, item_id: str, *, layer: str | None = None, collection: str | None = None
+        self,
+        item_id: str,
+        *,
+        layer: str | None = None,
+        collection: str | None = None,
+        keep: bool = False,
     ) -> dict[str, Any]:
         """Bring an archived or compressed item back (an admin, or the item's owner).
 
@@ -139,16 +144,17 @@ class PipelineOperations(OperationsBase):
         item_id = self._item_id(item_id, layer, collection)
         if not self.caller.admin:
             layer, collection = self._own_restore_place(item_id, layer, collection)
-        found = self.mem.restore(item_id, layer=layer, collection=collection)
+        found = self.mem.lifecycle.restore(item_id, layer=layer, collection=collection, keep=keep)
         if found == "episodic":
             return {
                 "layer": found,
                 "collection": None,
                 "item": _object(self.mem.episodic.get(item_id)),
+                "kept": keep,
             }
         where = self.mem.semantic.registry.collections_of(item_id, collection or None)
         doc = self.mem.semantic.get(where[0], item_id)
-        return {"layer": found, "collection": where[0], "item": _object(doc)}
+        return {"layer": found, "collection": where[0], "item": _object(doc), "kept": keep}
 
     def purge(
         self, item_id: str, *, reason: str, layer: str = "episodic", collection: str = ""

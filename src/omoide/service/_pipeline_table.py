@@ -82,11 +82,13 @@ PIPELINE_OPERATIONS: tuple[Operation, ...] = (
     ),
     Operation(
         "restore",
-        "bring an archived or compressed episode or document back",
+        "bring an archived or compressed episode or document back (forgetting then leaves it "
+        "alone for forgetting.restore_exemption_days, 30; with --keep for good)",
         {
             "item_id": a("the item's id, or a unique prefix of it", wire="id"),
             "layer": a("where the item is", "--layer", choices=_AUDITED),
             "collection": a("the document's collection", "--collection"),
+            "keep": a("also keep it against forgetting for good (audited)", "--keep"),
         },
         r("POST", "/restore"),
         cli="restore",

@@ -269,7 +269,12 @@ class Operations(Protocol):
     def audit(self, query: AuditQuery | None = None) -> Records: ...
 
     def restore(
-        self, item_id: str, *, layer: str | None = None, collection: str | None = None
+        self,
+        item_id: str,
+        *,
+        layer: str | None = None,
+        collection: str | None = None,
+        keep: bool = False,
     ) -> Record: ...
 
     def purge(
