@@ -490,11 +490,11 @@ class Lifecycle:
             self._restore_document(found_collection, item_id, reason=reason, run_id=run_id)
         if keep:
             snapshot = self.log.last_snapshot(found_layer, found_collection, item_id, "restore")
-            where = {"layer": found_layer, "collection": found_collection, "item_id": item_id}
+            place = {"layer": found_layer, "collection": found_collection, "item_id": item_id}
             with self._db.transaction() as conn:
                 self.log.write(
                     conn,
-                    **where,
+                    **place,
                     action="keep",
                     policy="restore",
                     run_id=run_id,
