@@ -189,3 +189,25 @@ def test_the_demos_episode_count_is_what_episodes_list_shows(omoide: Run, tmp_pa
         "--path", str(tmp_path / "demo"), "--json", "episodes", "list", "--limit", "1000"
     )
     assert len(json.loads(listed)) == count
+
+
+def test_code_hits_show_path_line_and_symbol() -> None:
+    import io
+
+    from omoide.cli.console import Output
+    from omoide.cli.views import show_hits
+
+    hit = {
+        "similarity": 0.9,
+        "doc_id": "file-20700aa2deadbeef",
+        "document": "def delete_expired(self): ...",
+        "metadata": {
+            "path": "retention.py",
+            "line_start": 98,
+            "symbol": "Retention.delete_expired",
+        },
+    }
+    stream = io.StringIO()
+    show_hits(Output(stream=stream), [hit])
+    assert "retention.py:98 Retention.delete_expired" in stream.getvalue()
+    assert "file-20700aa2" not in stream.getvalue()

@@ -156,3 +156,17 @@ def test_mcp_through_a_server_without_a_key_fails_at_start(tmp_path: Any) -> Non
         stdin=subprocess.DEVNULL,
     )
     assert done.returncode == 1 and "API key" in done.stderr, done.stderr
+
+
+def test_the_server_says_when_it_stops(mem: Memory, caplog: pytest.LogCaptureFixture) -> None:
+    from conftest import run_uvicorn
+    from omoide.server.rest import create_app
+
+    caplog.set_level(logging.INFO, logger="omoide.server")
+    with run_uvicorn(create_app(mem, mcp=False, dashboard=False)) as url:
+        import httpx
+
+        assert httpx.get(f"{url}/healthz").status_code == 200
+    messages = [r.getMessage() for r in caplog.records if r.name == "omoide.server"]
+    assert any(m.startswith("GET /healthz 200") for m in messages)
+    assert any("server stopped" in m for m in messages)
