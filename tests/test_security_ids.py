@@ -198,6 +198,8 @@ def test_restore_guesses_of_another_agents_text_tell_nothing(live_server: LiveSe
                 assert answer.json() == {
                     "error": "NotFoundError",
                     "detail": f"item {candidate!r} not found",
+                    "field": None,
+                    "problems": None,
                 }
         # Storing the guesses makes the attacker's own documents, whichever is right.
         planted = attacker.post(
