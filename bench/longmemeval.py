@@ -158,13 +158,13 @@ class Scores:
             return f"{100 * statistics.fmean(values):.1f}" if values else "–"
 
         lat = sorted(self.latency)
-        p50 = 1000 * lat[len(lat) // 2] if lat else float("nan")
-        p95 = 1000 * lat[min(len(lat) - 1, int(0.95 * len(lat)))] if lat else float("nan")
+        p50 = f"{1000 * lat[len(lat) // 2]:.0f}" if lat else "–"
+        p95 = f"{1000 * lat[min(len(lat) - 1, int(0.95 * len(lat)))]:.0f}" if lat else "–"
         returned = f"{statistics.fmean(self.returned):.1f}" if self.returned else "–"
         turn = " | ".join(pct(self.turn_all[k]) for k in KS)
         session = " | ".join(pct(self.session_all[k]) for k in KS)
         newest = f"{pct(self.newest_first)} ({len(self.newest_first)})"
-        return f"| {name} | {turn} | {session} | {newest} | {returned} | {p50:.0f} | {p95:.0f} |"
+        return f"| {name} | {turn} | {session} | {newest} | {returned} | {p50} | {p95} |"
 
 
 def rrf(*rankings: Sequence[int]) -> list[int]:
@@ -235,8 +235,8 @@ def run(
             bm25_order = list(
                 np.argsort(-bm25.get_scores(bm25_tokens(q["question"])), kind="stable")
             )
-            vectors = np.stack(
-                [embedder.passages[embedding_text("user", t["text"], None)] for t in turns]
+            vectors = embedder.embed_passages(  # the store's vectors, from the cache
+                [embedding_text("user", t["text"], None) for t in turns]
             )
             dense_order = list(np.argsort(-(vectors @ embedder.embed_query(q["question"]))))
             for name, order in (
@@ -297,7 +297,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     scores = run(questions, DiskCachedEmbedder(args.cache), args.via)
     body = report(scores, len(questions), args.via)
     print(body)
-    if not args.no_write and args.questions is None:
+    if not args.no_write:
         name = "longmemeval" if args.via == "record_many" else "longmemeval-add"
         write_section(name, f"{SECTION}, via {args.via}\n\n{body}\n\n{machine()}")
     return 0

@@ -87,8 +87,8 @@ def test_importance_follows_cues_not_a_human() -> None:
     assert importance_of("user", "hi, how are you?") == (0.3, ())
     assert importance_of("system", "We decided nothing; remember this.") == (0.3, ())
     decided, cues = importance_of("assistant", "We decided to use PostgreSQL from now on.")
-    assert decided == pytest.approx(0.6) and cues == ("decision",)
-    assert importance_of("user", "デプロイが失敗しました。エラーはタイムアウトです")[0] > 0.5
+    assert decided == pytest.approx(0.45) and cues == ("decision",)
+    assert importance_of("user", "デプロイが失敗しました。エラーはタイムアウトです")[0] > 0.3
     assert importance_of("user", "覚えておいて: 私の誕生日は3月3日")[1] == ("remember",)
     assert "feedback" in importance_of("user", "Please don't summarise my emails.")[1]
     assert "feedback" not in importance_of("assistant", "Please don't worry.")[1]

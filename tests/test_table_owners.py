@@ -47,11 +47,6 @@ KNOWN: dict[tuple[str, str], int] = {
     ("service/transfer/format", "working_sessions"): 1,
     ("service/transfer/format", "working_messages"): 1,
     ("service/transfer/format", "working_pins"): 1,
-    # The dashboard's read-only browsing (every state, facets, growth per day, outcomes), with
-    # the layers' reader predicate; to move into the layers' readers.
-    ("server/ui/reads", "episodes"): 5,
-    ("server/ui/reads", "semantic_docs"): 1,
-    ("server/ui/reads", "procedure_outcomes"): 1,
 }
 
 _KEYWORDS = r"(?:FROM|INTO|UPDATE|JOIN|TABLE|ON)"

@@ -33,6 +33,7 @@ from omoide.layers.episodic.store import EpisodicStore
 from omoide.layers.procedural import ProceduralMemory
 from omoide.layers.semantic.store import SemanticStore
 from omoide.layers.working import WorkingMemory, session_count
+from omoide.pipelines.audit import AuditQuery
 from omoide.pipelines.distill import Distiller, DistillReport
 from omoide.pipelines.extraction import Extraction
 from omoide.pipelines.forgetting import ForgetReport, Forgetting, policies_from_config
@@ -314,18 +315,8 @@ class Memory:
         """The audit log of forgetting (and restores, overflow, retention), newest first;
         with ``reader``, only entries of items that agent may read."""
         self._check_open()
-        return self.lifecycle.audit(
-            item_id,
-            policy=policy,
-            layer=layer,
-            action=action,
-            run_id=run_id,
-            since=since,
-            until=until,
-            limit=limit,
-            reader=reader,
-            reader_teams=reader_teams,
-        )
+        query = AuditQuery(item_id, policy, layer, action, run_id, since, until, limit)
+        return self.lifecycle.audit(query, reader=reader, reader_teams=reader_teams)
 
     def enforce_collections(self, dry_run: bool = False) -> RetentionReport:
         """Apply every collection's retention, ``archive_lowest`` cap and cache expiry.

@@ -252,8 +252,6 @@ def _check(config: Config) -> None:
     _unit(ingest.base_importance, "ingest.base_importance")
     _positive(ingest.related_budget_tokens, "ingest.related_budget_tokens")
     _positive(ingest.max_operations, "ingest.max_operations")
-    if ingest.collection not in config.semantic.collections:
-        raise ConfigError(f"ingest.collection: no semantic collection {ingest.collection!r}")
     _unit(w.default_importance, "working.default_importance")
     _positive(e.max_entries, "episodic.max_entries")
     _positive(e.candidate_pool, "episodic.candidate_pool")

@@ -19,9 +19,11 @@ model, are not recorded: such a message is skipped and reported, never an error 
 
 **Importance without a human** (:func:`importance_of`): a chat turn starts at
 ``ingest.base_importance`` (0.3: routine chatter ages out by the forgetting policies) and gains
-for cues in English and Japanese — a decision (+0.3), an error or failure (+0.3), human feedback
-from the user (+0.3), an explicit "remember this" / 「覚えておいて」 (+0.4) — capped at 1. A
-system message is kept at the base. An LLM, when configured, extracts facts besides (see
+for cues in English and Japanese — a decision (+0.15), an error or failure (+0.15), human
+feedback from the user (+0.15), an explicit "remember this" / 「覚えておいて」 (+0.2) — capped at
+1. The gains are a mild prior, not a verdict: a turn with a cue rises above chatter (and past
+the 0.5 that keeps it from ``stale_episodes`` when two cues meet), but it cannot outrank a turn
+that answers the question better. A system message is kept at the base. An LLM, when configured, extracts facts besides (see
 :mod:`omoide.pipelines.extraction`); offline, nothing is extracted and nothing is pinned.
 """
 
@@ -67,7 +69,7 @@ _RECALLED = re.compile(r"<memories\b[^>]*>.*?</memories>", re.DOTALL | re.IGNORE
 _CUES: tuple[tuple[str, float, re.Pattern[str]], ...] = (
     (
         "decision",
-        0.3,
+        0.15,
         re.compile(
             r"\b(?:we decided|decided to|decision|let's go with|we will|we'll use|agreed to|"
             r"from now on)\b|決定|決めました|決めた|にします|ことにし|今後は|方針",
@@ -76,7 +78,7 @@ _CUES: tuple[tuple[str, float, re.Pattern[str]], ...] = (
     ),
     (
         "error",
-        0.3,
+        0.15,
         re.compile(
             r"\b(?:error|exception|failed|failure|crash(?:ed)?|broken|bug|outage|timeout)\b|"
             r"エラー|失敗|障害|落ちた|不具合|例外|タイムアウト",
@@ -85,7 +87,7 @@ _CUES: tuple[tuple[str, float, re.Pattern[str]], ...] = (
     ),
     (
         "remember",
-        0.4,
+        0.2,
         re.compile(
             r"\b(?:remember (?:this|that)|don't forget|do not forget|keep in mind|note that)\b|"
             r"覚えておいて|覚えといて|忘れないで|メモして|留意して",
@@ -113,7 +115,7 @@ def importance_of(role: str, text: str, base: float = 0.3) -> tuple[float, tuple
         return base, ()
     found = [(name, gain) for name, gain, pattern in _CUES if pattern.search(text)]
     if role == "user" and _FEEDBACK.search(text):
-        found.append(("feedback", 0.3))
+        found.append(("feedback", 0.15))
     return min(1.0, base + sum(gain for _, gain in found)), tuple(name for name, _ in found)
 
 

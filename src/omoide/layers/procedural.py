@@ -55,7 +55,7 @@ from omoide.core.scope import PRIVATE, normalize_scope, reader_predicate
 from omoide.core.validation import check_name, check_number, check_text, check_unit_interval
 from omoide.errors import AlreadyExistsError, NotFoundError, ValidationError
 from omoide.storage import Database
-from omoide.storage.database import insert_row, insert_row_keeping_id
+from omoide.storage.database import insert_row, insert_row_keeping_id, timeline
 
 __all__ = ["ProceduralMemory", "trigger_match"]
 
@@ -369,6 +369,31 @@ class ProceduralMemory:
                 f"SELECT * FROM procedures WHERE {scope_sql} ORDER BY name", params
             )
         ]
+
+    def outcomes(self, name: str, limit: int = 200) -> list[dict[str, Any]]:
+        """The latest ``limit`` reported outcomes of a procedure, oldest first."""
+        rows = self._db.query(
+            "SELECT * FROM (SELECT version, quality_score, success, agent_name, recorded_at, id "
+            "FROM procedure_outcomes WHERE name = ? ORDER BY id DESC LIMIT ?) ORDER BY id",
+            (name, limit),
+        )
+        return [
+            {
+                "version": int(r["version"]),
+                "quality_score": float(r["quality_score"]),
+                "success": bool(r["success"]),
+                "agent_name": r["agent_name"],
+                "recorded_at": from_timestamp(r["recorded_at"]),
+            }
+            for r in rows
+        ]
+
+    def timeline(
+        self, reader: str | None, teams: Iterable[str], since: float
+    ) -> tuple[int, list[float]]:
+        """Procedures ``reader`` may read: how many were registered before ``since``, and when
+        the others were (for growth charts)."""
+        return timeline(self._db, "procedures", "created_at", reader, teams, since)
 
     def count(self) -> int:
         return int(self._db.scalar("SELECT COUNT(*) FROM procedures"))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
@@ -20,7 +20,7 @@ from omoide.core.validation import check_datetime, check_name, check_positive_in
 from omoide.errors import NotFoundError
 from omoide.storage import Database
 
-__all__ = ["AuditEntry", "AuditLog", "document_snapshot", "episode_snapshot"]
+__all__ = ["AuditEntry", "AuditLog", "AuditQuery", "document_snapshot", "episode_snapshot"]
 
 
 @dataclass(frozen=True)
@@ -56,6 +56,43 @@ def document_snapshot(row: Any) -> dict[str, Any]:
     snap.pop("rowid", None)
     snap["metadata"] = json.loads(snap["metadata"])
     return snap
+
+
+@dataclass(frozen=True)
+class AuditQuery:
+    """The filters of the audit log, newest entries first: each one given narrows it."""
+
+    item_id: str | None = None
+    policy: str | None = None
+    layer: str | None = None
+    action: str | None = None
+    run_id: str | None = None
+    since: datetime | str | None = None
+    until: datetime | str | None = None
+    limit: int = 100
+
+    def __post_init__(self) -> None:
+        for name in ("item_id", "policy", "layer", "action", "run_id"):
+            value = getattr(self, name)
+            if value is not None:
+                check_name(name, value)
+        for name in ("since", "until"):
+            value = getattr(self, name)
+            if value is not None:
+                check_datetime(name, value)
+        check_positive_int("limit", self.limit)
+
+    def filters(self) -> dict[str, Any]:
+        """The filters as keyword arguments (those of :meth:`omoide.memory.Memory.audit`)."""
+        return asdict(self)
+
+    def params(self) -> dict[str, Any]:
+        """The query parameters of ``GET /v1/audit`` (unset ones left out, times as text)."""
+        return {
+            k: (v.isoformat() if isinstance(v, datetime) else v)
+            for k, v in asdict(self).items()
+            if v is not None
+        }
 
 
 class AuditLog:
@@ -111,23 +148,15 @@ class AuditLog:
 
     def entries(
         self,
-        item_id: str | None = None,
+        query: AuditQuery,
         *,
-        policy: str | None = None,
-        layer: str | None = None,
-        action: str | None = None,
-        run_id: str | None = None,
-        since: datetime | str | None = None,
-        until: datetime | str | None = None,
-        limit: int = 100,
         reader: str | None = None,
         reader_teams: Iterable[str] = (),
     ) -> list[AuditEntry]:
-        """Audit rows, newest first, filtered by any of the arguments.
+        """Audit rows, newest first, filtered by ``query`` (validated when it was made).
 
         With ``reader``, only rows whose snapshot is of an item that agent may read (by the
         owner and scope the item had): a snapshot holds the item's content.
-        Long because each optional filter adds its own SQL clause, in one flat list.
         """
         pred, params = reader_predicate(
             reader,
@@ -136,23 +165,18 @@ class AuditLog:
             scope_column="json_extract(snapshot, '$.scope')",
         )
         where: list[str] = [pred]
-        for column, value in (
-            ("item_id", item_id),
-            ("policy", policy),
-            ("layer", layer),
-            ("action", action),
-            ("run_id", run_id),
-        ):
+        for column in ("item_id", "policy", "layer", "action", "run_id"):
+            value = getattr(query, column)
             if value is not None:
                 where.append(f"{column} = ?")
-                params.append(check_name(column, value))
-        if since is not None:
+                params.append(value)
+        if query.since is not None:
             where.append("at >= ?")
-            params.append(to_timestamp(check_datetime("since", since)))
-        if until is not None:
+            params.append(to_timestamp(check_datetime("since", query.since)))
+        if query.until is not None:
             where.append("at <= ?")
-            params.append(to_timestamp(check_datetime("until", until)))
-        params.append(check_positive_int("limit", limit))
+            params.append(to_timestamp(check_datetime("until", query.until)))
+        params.append(query.limit)
         rows = self._db.query(
             f"SELECT * FROM audit_log WHERE {' AND '.join(where)} ORDER BY id DESC LIMIT ?",
             params,

@@ -159,6 +159,8 @@ class Extraction:
         was refused or skipped. ``related(text)`` returns the texts of existing memories."""
         if not self.enabled or not episodes:
             return [], []
+        if self.config.collection not in self._semantic.collections:
+            return [], [f"extraction skipped: no semantic collection {self.config.collection!r}"]
         user_text = "\n".join(e.description for e in episodes if e.context.get("role") == "user")
         if not user_text:
             return [], ["no user turns: nothing to extract"]

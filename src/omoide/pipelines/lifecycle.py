@@ -34,7 +34,13 @@ from omoide.core.validation import check_name
 from omoide.errors import NotFoundError, UnknownLayerError, ValidationError
 from omoide.layers.episodic.store import EpisodicStore, embedding_text
 from omoide.layers.semantic.store import SemanticStore
-from omoide.pipelines.audit import AuditEntry, AuditLog, document_snapshot, episode_snapshot
+from omoide.pipelines.audit import (
+    AuditEntry,
+    AuditLog,
+    AuditQuery,
+    document_snapshot,
+    episode_snapshot,
+)
 from omoide.providers.chunking import split_sentences
 from omoide.providers.embeddings import Embedder
 from omoide.storage import Database
@@ -179,7 +185,7 @@ class Lifecycle:
             self.episodic.forget_vectors([int(row["rowid"])])
         else:
             self.semantic.settle(collection, [item_id])
-        [entry] = self.audit(item_id, run_id=run_id, limit=1)
+        [entry] = self.audit(AuditQuery(item_id, run_id=run_id, limit=1))
         return entry
 
     # -- episodes ------------------------------------------------------------------------
@@ -507,12 +513,11 @@ class Lifecycle:
         """(layer, collection, id) -> why forgetting leaves it alone: restored in the last
         ``days`` (a person undid a policy: it must not act again at once), or kept for good."""
         out: dict[tuple[str, str, str], str] = {}
-        for entry in self.log.entries(policy="restore", action="keep", limit=1_000_000):
+        for entry in self.log.entries(AuditQuery(policy="restore", action="keep", limit=10**6)):
             out[(entry.layer, entry.collection, entry.item_id)] = "kept on restore (restore --keep)"
         since = now - timedelta(days=days)
-        for entry in self.log.entries(
-            policy="restore", action="restore", since=since, limit=1_000_000
-        ):
+        recent = AuditQuery(policy="restore", action="restore", since=since, limit=10**6)
+        for entry in self.log.entries(recent):
             out.setdefault(
                 (entry.layer, entry.collection, entry.item_id),
                 f"restored {entry.at:%Y-%m-%d}: exempt for {days:g} days "
@@ -521,29 +526,7 @@ class Lifecycle:
         return out
 
     def audit(
-        self,
-        item_id: str | None = None,
-        *,
-        policy: str | None = None,
-        layer: str | None = None,
-        action: str | None = None,
-        run_id: str | None = None,
-        since: datetime | str | None = None,
-        until: datetime | str | None = None,
-        limit: int = 100,
-        reader: str | None = None,
-        reader_teams: Iterable[str] = (),
+        self, query: AuditQuery, *, reader: str | None = None, reader_teams: Iterable[str] = ()
     ) -> list[AuditEntry]:
         """Audit rows, newest first (see :meth:`omoide.pipelines.audit.AuditLog.entries`)."""
-        return self.log.entries(
-            item_id,
-            policy=policy,
-            layer=layer,
-            action=action,
-            run_id=run_id,
-            since=since,
-            until=until,
-            limit=limit,
-            reader=reader,
-            reader_teams=reader_teams,
-        )
+        return self.log.entries(query, reader=reader, reader_teams=reader_teams)

@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from omoide.core.validation import check_datetime, check_name, check_positive_int
 from omoide.ingest.indexing import ProgressCallback
+from omoide.pipelines.audit import AuditQuery
 from omoide.service.transfer import Progress
 
 __all__ = ["AuditQuery", "Operations"]
@@ -31,43 +30,6 @@ Records = list[dict[str, Any]]
 Instant = datetime | str
 #: Who may read an item: 'global', 'private', or a share list.
 ScopeArg = str | Sequence[str]
-
-
-@dataclass(frozen=True)
-class AuditQuery:
-    """The filters of the audit log, newest entries first: each one given narrows it."""
-
-    item_id: str | None = None
-    policy: str | None = None
-    layer: str | None = None
-    action: str | None = None
-    run_id: str | None = None
-    since: Instant | None = None
-    until: Instant | None = None
-    limit: int = 100
-
-    def __post_init__(self) -> None:
-        for name in ("item_id", "policy", "layer", "action", "run_id"):
-            value = getattr(self, name)
-            if value is not None:
-                check_name(name, value)
-        for name in ("since", "until"):
-            value = getattr(self, name)
-            if value is not None:
-                check_datetime(name, value)
-        check_positive_int("limit", self.limit)
-
-    def filters(self) -> dict[str, Any]:
-        """The keyword arguments of :meth:`omoide.memory.Memory.audit`."""
-        return asdict(self)
-
-    def params(self) -> dict[str, Any]:
-        """The query parameters of ``GET /v1/audit`` (unset ones left out, times as text)."""
-        return {
-            k: (v.isoformat() if isinstance(v, datetime) else v)
-            for k, v in asdict(self).items()
-            if v is not None
-        }
 
 
 class Operations(Protocol):

@@ -14,17 +14,18 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
 from omoide.clock import Clock, to_timestamp
+from omoide.core.scope import reader_predicate
 from omoide.errors import ProtectedMemoryError, StorageError
 from omoide.storage.migrations import MIGRATIONS, Migration
 from omoide.storage.permissions import private_file
 
-__all__ = ["Database", "insert_row", "insert_row_keeping_id"]
+__all__ = ["Database", "insert_row", "insert_row_keeping_id", "timeline"]
 
 
 class Database:
@@ -263,3 +264,16 @@ def _translate(exc: BaseException) -> Exception | None:
         if message.startswith(_AUDIT):
             return StorageError(message[len(_AUDIT) :])
     return None
+
+
+def timeline(
+    db: Database, table: str, column: str, reader: str | None, teams: Iterable[str], since: float
+) -> tuple[int, list[float]]:
+    """For the rows of ``table`` that ``reader`` may read: how many have ``column`` (a
+    timestamp) before ``since``, and the timestamps of the others (for growth charts; the
+    owning layer passes its own table)."""
+    pred, params = reader_predicate(reader, teams)
+    sql = f"SELECT COUNT(*) FROM {table} WHERE {column} < ? AND {pred}"
+    before = db.scalar(sql, [since, *params])
+    sql = f"SELECT {column} FROM {table} WHERE {column} >= ? AND {pred}"
+    return int(before or 0), [float(r[0]) for r in db.query(sql, [since, *params])]

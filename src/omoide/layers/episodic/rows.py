@@ -27,10 +27,11 @@ from omoide.core.scope import reader_predicate
 from omoide.errors import NotFoundError
 from omoide.layers.episodic.context_keys import backfill, refresh_keys, remove_keys
 from omoide.storage import Database
+from omoide.storage.database import timeline
 from omoide.storage.migrations import CONTEXT_KEYS_REBUILD
 from omoide.text.fulltext import index_text
 
-__all__ = ["COLUMNS", "LIVE_SQL", "EpisodicRows", "episode", "fts_body"]
+__all__ = ["BROWSE_STATES", "COLUMNS", "LIVE_SQL", "EpisodicRows", "episode", "fts_body"]
 
 #: Episodes that recall and search see: active and compressed (archived ones are out of both).
 LIVE_SQL = "state IN ('active', 'compressed')"
@@ -100,6 +101,78 @@ class EpisodicRows:
         if row is None or not row["n"]:
             return 0, None
         return int(row["n"]), float(row["oldest"])
+
+    def browse(
+        self,
+        reader: str | None,
+        teams: Iterable[str],
+        conditions: Mapping[str, Any],
+        *,
+        limit: int,
+        offset: int,
+    ) -> list[str]:
+        """Ids of episodes of every state that ``reader`` may read, newest first, matching
+        ``conditions``: ``text`` (in the description or outcome), ``agent_name``,
+        ``event_type``, ``tag``, ``state`` (one of :data:`BROWSE_STATES`), ``since`` and
+        ``until`` (timestamps) — each optional."""
+        pred, params = reader_predicate(reader, teams)
+        where, args = [pred], list(params)
+        text = conditions.get("text")
+        if text:
+            pattern = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            where.append(
+                "(description LIKE ? ESCAPE '\\' OR COALESCE(outcome, '') LIKE ? ESCAPE '\\')"
+            )
+            args += [pattern, pattern]
+        for column in ("agent_name", "event_type"):
+            if conditions.get(column):
+                where.append(f"{column} = ?")
+                args.append(conditions[column])
+        if conditions.get("tag"):
+            where.append("EXISTS (SELECT 1 FROM json_each(episodes.tags) WHERE value = ?)")
+            args.append(conditions["tag"])
+        if conditions.get("state"):
+            where.append(BROWSE_STATES[conditions["state"]])
+        for key, op in (("since", ">="), ("until", "<")):
+            if conditions.get(key) is not None:
+                where.append(f"timestamp {op} ?")
+                args.append(conditions[key])
+        rows = self._db.query(
+            f"SELECT id FROM episodes WHERE {' AND '.join(where)} "
+            "ORDER BY timestamp DESC, rowid DESC LIMIT ? OFFSET ?",
+            [*args, limit, offset],
+        )
+        return [str(r["id"]) for r in rows]
+
+    def facets(
+        self, reader: str | None, teams: Iterable[str]
+    ) -> tuple[list[str], list[str], list[str]]:
+        """The agents, event types and tags (up to 200) of the episodes ``reader`` may read."""
+        pred, params = reader_predicate(reader, teams)
+        column = "SELECT DISTINCT {} FROM episodes WHERE " + pred + " ORDER BY 1"
+        agents = [r[0] for r in self._db.query(column.format("agent_name"), params)]
+        types = [r[0] for r in self._db.query(column.format("event_type"), params)]
+        tags = [
+            r[0]
+            for r in self._db.query(
+                f"SELECT DISTINCT j.value FROM episodes, json_each(episodes.tags) j WHERE {pred} "
+                "ORDER BY 1 LIMIT 200",
+                params,
+            )
+        ]
+        return agents, types, tags
+
+    def distilled_into_of(self, episode_id: str) -> str | None:
+        """The knowledge document the episode was distilled into, if any."""
+        value = self._db.scalar("SELECT distilled_into FROM episodes WHERE id = ?", (episode_id,))
+        return None if value is None else str(value)
+
+    def timeline(
+        self, reader: str | None, teams: Iterable[str], since: float
+    ) -> tuple[int, list[float]]:
+        """Episodes ``reader`` may read, any state: how many are older than ``since``, and the
+        timestamps of the others."""
+        return timeline(self._db, "episodes", "timestamp", reader, teams, since)
 
     def present(self, ids: Sequence[str]) -> set[str]:
         """Which of ``ids`` are stored."""
@@ -350,3 +423,14 @@ def episode(row: Any) -> Episode:
         state=row["state"],
         distilled_at=from_timestamp(row["distilled_at"]) if row["distilled_at"] else None,
     )
+
+
+#: The states :meth:`EpisodicRows.browse` filters by (``distilled`` and ``protected`` are flags
+#: that combine with the lifecycle state).
+BROWSE_STATES: dict[str, str] = {
+    "active": "state = 'active'",
+    "distilled": "distilled_at IS NOT NULL",
+    "compressed": "state = 'compressed'",
+    "archived": "state = 'archived'",
+    "protected": "protected = 1",
+}

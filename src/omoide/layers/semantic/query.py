@@ -37,6 +37,7 @@ from omoide.layers.semantic.registry import DocumentRegistry
 from omoide.providers.embeddings import Embedder
 from omoide.storage import Database
 from omoide.storage.chroma import chroma_errors
+from omoide.storage.database import timeline
 from omoide.text.fulltext import match_expression
 
 __all__ = ["QUERY_FETCH_FLOOR", "DocumentQueries"]
@@ -57,6 +58,13 @@ class DocumentQueries:
     _count_tokens: Callable[[str], int]
     _collections: dict[str, Any]
     remove_expired: Callable[[str, Sequence[str]], int]
+
+    def timeline(
+        self, reader: str | None, teams: Iterable[str], since: float
+    ) -> tuple[int, list[float]]:
+        """Documents ``reader`` may read, any state: how many were stored before ``since``, and
+        when the others were (for growth charts)."""
+        return timeline(self._db, "semantic_docs", "created_at", reader, teams, since)
 
     @property
     def collections(self) -> list[str]:

@@ -21,20 +21,14 @@ from omoide.clock import from_timestamp, to_timestamp
 from omoide.core.scope import reader_predicate
 from omoide.core.validation import check_datetime
 from omoide.errors import NotFoundError, ValidationError
+from omoide.layers.episodic.rows import BROWSE_STATES
 from omoide.recall.log import RecallRecord
 from omoide.service.local import LocalOperations
 
 __all__ = ["EPISODE_STATES", "EpisodeFilter", "Reads", "maintenance_runs"]
 
-#: The states the episode list filters by (``distilled`` and ``protected`` are flags that
-#: combine with the lifecycle state).
-EPISODE_STATES: dict[str, str] = {
-    "active": "state = 'active'",
-    "distilled": "distilled_at IS NOT NULL",
-    "compressed": "state = 'compressed'",
-    "archived": "state = 'archived'",
-    "protected": "protected = 1",
-}
+#: The states the episode list filters by.
+EPISODE_STATES = BROWSE_STATES
 
 
 @dataclass(frozen=True)
@@ -49,39 +43,25 @@ class EpisodeFilter:
     since: str = ""
     until: str = ""
 
-    def where(self) -> tuple[list[str], list[Any]]:
-        """SQL conditions and parameters (ValidationError naming a bad field)."""
-        where: list[str] = []
-        params: list[Any] = []
-        if self.text:
-            pattern = (
-                "%" + self.text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-            )
-            where.append(
-                "(description LIKE ? ESCAPE '\\' OR COALESCE(outcome, '') LIKE ? ESCAPE '\\')"
-            )
-            params += [pattern, pattern]
-        for column, value in (("agent_name", self.agent), ("event_type", self.event_type)):
-            if value:
-                where.append(f"{column} = ?")
-                params.append(value)
-        if self.tag:
-            where.append("EXISTS (SELECT 1 FROM json_each(episodes.tags) WHERE value = ?)")
-            params.append(self.tag)
-        if self.state:
-            if self.state not in EPISODE_STATES:
-                raise ValidationError("state", f"expected one of {', '.join(EPISODE_STATES)}")
-            where.append(EPISODE_STATES[self.state])
-        if self.since:
-            where.append("timestamp >= ?")
-            params.append(to_timestamp(check_datetime("since", self.since)))
+    def conditions(self) -> dict[str, Any]:
+        """The conditions of :meth:`EpisodicRows.browse` (ValidationError naming a bad field)."""
+        if self.state and self.state not in EPISODE_STATES:
+            raise ValidationError("state", f"expected one of {', '.join(EPISODE_STATES)}")
+        until = None
         if self.until:
             end = check_datetime("until", self.until)
             if len(self.until) == 10:  # a date: the whole day
                 end += timedelta(days=1)
-            where.append("timestamp < ?")
-            params.append(to_timestamp(end))
-        return where, params
+            until = to_timestamp(end)
+        return {
+            "text": self.text,
+            "agent_name": self.agent,
+            "event_type": self.event_type,
+            "tag": self.tag,
+            "state": self.state,
+            "since": to_timestamp(check_datetime("since", self.since)) if self.since else None,
+            "until": until,
+        }
 
 
 class Reads:
@@ -103,17 +83,13 @@ class Reads:
 
     def episodes(self, filters: EpisodeFilter, *, limit: int, offset: int) -> list[dict[str, Any]]:
         """Episodes of every state matching ``filters``, newest first (through the service)."""
-        pred, params = self._scope()
-        where, args = filters.where()
-        rows = self.db.query(
-            f"SELECT id FROM episodes WHERE {' AND '.join([pred, *where])} "
-            "ORDER BY timestamp DESC, rowid DESC LIMIT ? OFFSET ?",
-            [*params, *args, limit, offset],
+        ids = self.mem.episodic.rows.browse(
+            self.caller.reader, self.caller.teams, filters.conditions(), limit=limit, offset=offset
         )
         found = []
-        for row in rows:
+        for episode_id in ids:
             try:
-                found.append(self.ops.get_episode(row["id"]))
+                found.append(self.ops.get_episode(episode_id))
             except NotFoundError:
                 continue  # changed scope in between
         return found
@@ -121,7 +97,7 @@ class Reads:
     def search_episodes(self, filters: EpisodeFilter, *, limit: int) -> list[dict[str, Any]]:
         """The live episodes that best answer ``filters.text`` by meaning and words (the
         service's ranked search), within the other filters."""
-        filters.where()  # the same checks as the list
+        filters.conditions()  # the same checks as the list
         until = None
         if filters.until:
             until = check_datetime("until", filters.until)
@@ -141,34 +117,12 @@ class Reads:
 
     def episode_facets(self) -> tuple[list[str], list[str], list[str]]:
         """The agents, event types and tags of the episodes the caller may read."""
-        pred, params = self._scope()
-        agents = [
-            r[0]
-            for r in self.db.query(
-                f"SELECT DISTINCT agent_name FROM episodes WHERE {pred} ORDER BY 1", params
-            )
-        ]
-        types = [
-            r[0]
-            for r in self.db.query(
-                f"SELECT DISTINCT event_type FROM episodes WHERE {pred} ORDER BY 1", params
-            )
-        ]
-        tags = [
-            r[0]
-            for r in self.db.query(
-                f"SELECT DISTINCT j.value FROM episodes, json_each(episodes.tags) j WHERE {pred} "
-                "ORDER BY 1 LIMIT 200",
-                params,
-            )
-        ]
-        return agents, types, tags
+        return self.mem.episodic.rows.facets(self.caller.reader, self.caller.teams)
 
     def distilled_into(self, episode_id: str) -> str | None:
         """The knowledge document a (readable) episode was distilled into, if any."""
         self.ops.get_episode(episode_id)
-        value = self.db.scalar("SELECT distilled_into FROM episodes WHERE id = ?", (episode_id,))
-        return None if value is None else str(value)
+        return self.mem.episodic.rows.distilled_into_of(episode_id)
 
     def protected_episodes(self, limit: int = 20) -> list[dict[str, Any]]:
         return self.episodes(EpisodeFilter(state="protected"), limit=limit, offset=0)
@@ -179,28 +133,22 @@ class Reads:
         """Per day over the last ``days`` days with data: how many episodes (by their
         time), documents and procedures (by when they were stored) the caller can read had
         accumulated by the end of that day, whatever their state now."""
-        sources = {
-            "episodes": ("episodes", "timestamp"),
-            "documents": ("semantic_docs", "created_at"),
-            "procedures": ("procedures", "created_at"),
-        }
-        pred, params = self._scope()
-        per_day: dict[str, dict[str, int]] = {}
-        before: dict[str, int] = {}
+        reader, teams = self.caller.reader, self.caller.teams
         end = self.mem.clock.now()
         start = (end - timedelta(days=days - 1)).date()
         cutoff = to_timestamp(datetime(start.year, start.month, start.day, tzinfo=end.tzinfo))
-        for name, (table, column) in sources.items():
-            before[name] = int(
-                self.db.scalar(
-                    f"SELECT COUNT(*) FROM {table} WHERE {column} < ? AND {pred}", [cutoff, *params]
-                )
-            )
+        sources = {
+            "episodes": self.mem.episodic.rows.timeline(reader, teams, cutoff),
+            "documents": self.mem.semantic.timeline(reader, teams, cutoff),
+            "procedures": self.mem.procedural.timeline(reader, teams, cutoff),
+        }
+        per_day: dict[str, dict[str, int]] = {}
+        before: dict[str, int] = {}
+        for name, (older, stamps) in sources.items():
+            before[name] = older
             counts: dict[str, int] = defaultdict(int)
-            for row in self.db.query(
-                f"SELECT {column} FROM {table} WHERE {column} >= ? AND {pred}", [cutoff, *params]
-            ):
-                counts[from_timestamp(row[0]).date().isoformat()] += 1
+            for stamp in stamps:
+                counts[from_timestamp(stamp).date().isoformat()] += 1
             per_day[name] = counts
         seen = sorted({d for counts in per_day.values() for d in counts})
         if not seen:
@@ -223,21 +171,7 @@ class Reads:
     def procedure_outcomes(self, name: str, limit: int = 200) -> list[dict[str, Any]]:
         """The reported outcomes of a (readable) procedure, oldest first."""
         self.ops.get_procedure(name)
-        rows = self.db.query(
-            "SELECT * FROM (SELECT version, quality_score, success, agent_name, recorded_at, id "
-            "FROM procedure_outcomes WHERE name = ? ORDER BY id DESC LIMIT ?) ORDER BY id",
-            (name, limit),
-        )
-        return [
-            {
-                "version": int(r["version"]),
-                "quality_score": float(r["quality_score"]),
-                "success": bool(r["success"]),
-                "agent_name": r["agent_name"],
-                "recorded_at": from_timestamp(r["recorded_at"]),
-            }
-            for r in rows
-        ]
+        return self.mem.procedural.outcomes(name, limit)
 
     # -- recall log ----------------------------------------------------------------------------
 
