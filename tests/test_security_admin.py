@@ -371,7 +371,7 @@ def test_future_and_backdated_timestamps_are_refused_naming_the_field(server: Se
                 json={"event_type": "note", "description": "from the future", "timestamp": when},
             )
             assert one.status_code == 422, one.text
-            assert one.json()["detail"][0]["loc"] == ["timestamp"]
+            assert one.json()["problems"][0]["loc"] == ["timestamp"]
         batch = designer.post(
             "/v1/episodes/batch",
             json={
@@ -386,12 +386,12 @@ def test_future_and_backdated_timestamps_are_refused_naming_the_field(server: Se
             },
         )
         assert batch.status_code == 422
-        assert batch.json()["detail"][0]["loc"] == ["items[1].timestamp"]
+        assert batch.json()["problems"][0]["loc"] == ["items[1].timestamp"]
         old = (now - timedelta(days=30)).isoformat()
         back = designer.post(
             "/v1/episodes", json={"event_type": "note", "description": "old", "timestamp": old}
         )
-        assert back.status_code == 422 and back.json()["detail"][0]["loc"] == ["timestamp"]
+        assert back.status_code == 422 and back.json()["problems"][0]["loc"] == ["timestamp"]
         skew = (now + timedelta(minutes=4)).isoformat()
         ok = designer.post(
             "/v1/episodes", json={"event_type": "note", "description": "ok", "timestamp": skew}

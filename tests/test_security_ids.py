@@ -53,7 +53,7 @@ def test_squatting_the_next_promotion_ids_swallows_no_message(live_server: LiveS
                 json={"event_type": "message", "description": "planted", "id": f"wm-{digest[:24]}"},
             )
             assert planted.status_code == 422, planted.text
-            assert planted.json()["detail"][0]["loc"] == ["id"]
+            assert planted.json()["problems"][0]["loc"] == ["id"]
             refused += 1
         assert refused == 40
         texts = [f"重要な決定 {i}: 予算は {i}00 万円" for i in range(12)]
@@ -140,7 +140,7 @@ def test_client_chosen_ids_in_reserved_prefixes_are_refused(
         }
         for name, answer in answers.items():
             assert answer.status_code == 422, (name, answer.text)
-            assert "reserved" in answer.json()["detail"][0]["msg"], name
+            assert "reserved" in answer.json()["problems"][0]["msg"], name
     mcp = mcp_call(live_server, "designer", "store_knowledge", {"content": "x", "id": reserved})
     assert mcp.is_error and "reserved" in "".join(getattr(p, "text", "") for p in mcp.content)
     after = live_server.mem.db.scalar("SELECT COUNT(*) FROM episodes") + live_server.mem.db.scalar(
@@ -198,6 +198,8 @@ def test_restore_guesses_of_another_agents_text_tell_nothing(live_server: LiveSe
                 assert answer.json() == {
                     "error": "NotFoundError",
                     "detail": f"item {candidate!r} not found",
+                    "field": None,
+                    "problems": None,
                 }
         # Storing the guesses makes the attacker's own documents, whichever is right.
         planted = attacker.post(

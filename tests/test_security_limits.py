@@ -124,7 +124,7 @@ def _nested(depth: int) -> dict[str, Any]:
 def _problem_field(response: httpx.Response) -> str:
     """The field a 422 names (``loc`` joined with dots, without the ``body`` prefix)."""
     assert response.status_code == 422, response.text
-    loc = response.json()["detail"][0]["loc"]
+    loc = response.json()["problems"][0]["loc"]
     return ".".join(str(p) for p in loc if p != "body")
 
 
@@ -325,7 +325,7 @@ def test_the_text_to_embed_in_one_request_is_bounded(server: ServerProcess) -> N
             json={"documents": documents, "ids": ["big-0", "big-1", "big-2"]},
         )
         assert _problem_field(refused) == "documents[2]"
-        assert "max_request_text_chars" in refused.json()["detail"][0]["msg"]
+        assert "max_request_text_chars" in refused.json()["problems"][0]["msg"]
         assert ceo.get("/v1/collections/knowledge/documents/big-0").status_code == 404
         batch = ceo.post(
             "/v1/episodes/batch",

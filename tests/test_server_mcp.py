@@ -30,7 +30,10 @@ TOOLS = {
     "get_procedure",
     "report_outcome",
     "recall",
-    "forget_dry_run",
+    "recent_episodes",
+    "update_episode",
+    "delete_episode",
+    "add_messages",
     "cache_information",
     "get_cached_information",
 }
@@ -172,17 +175,21 @@ def test_recall_gives_a_budgeted_context(ceo_server: Any, mem: Memory) -> None:
     assert {i["layer"] for i in context["items"]} <= {"episodic", "semantic", "working"}
 
 
-def test_forget_dry_run_previews_without_changing_anything(
+def test_forgetting_has_no_agent_tool_and_its_preview_stays_scoped(
     ceo_server: Any, mem: Memory, clock: Any
 ) -> None:
+    """Forgetting is the operator's job, so MCP offers no tool for it (issue 19); the preview
+    an agent gets elsewhere (REST, the CLI) still shows only what it may read."""
+    from omoide.service.local import LocalOperations
+
     stale = mem.episodic.record("ceo", "note", "an unimportant note", importance=0.1)
     other = mem.episodic.record("cto", "note", "cto's own note", importance=0.1, scope="private")
     mem.episodic.record("ceo", "feedback", "人間からの意見", context={"source": "human"})
     clock.advance(days=400)
 
-    result = run(ceo_server, lambda c: c.call_tool("forget_dry_run", {}))
-    assert not result.is_error, text(result)
-    plan = result.structured_content
+    listed = run(ceo_server, lambda c: c.list_tools())
+    assert not any("forget" in t.name for t in listed.tools)
+    plan = LocalOperations(mem, Caller.for_agent(mem, "ceo")).forget(dry_run=True)
     assert plan["dry_run"] is True
     acted = {a["item_id"] for p in plan["policies"] for a in p["acted"]}
     assert stale.id in acted and other.id not in acted

@@ -154,7 +154,7 @@ def test_writes_never_take_the_agent_from_the_body(live_server: LiveServer) -> N
             json={"event_type": "decision", "description": "forged", "agent_name": "ceo"},
         )
         assert response.status_code == 422
-        assert response.json()["detail"][0]["loc"] == ["body", "agent_name"]
+        assert response.json()["problems"][0]["loc"] == ["body", "agent_name"]
         batch = cto.post(
             "/v1/episodes/batch",
             json={"episodes": [{"event_type": "x", "description": "y", "agent_name": "ceo"}]},
@@ -280,7 +280,7 @@ def test_bad_input_is_422_naming_the_field(
     assert response.status_code == 422, response.text
     locs = [
         ".".join(str(p) for p in problem["loc"] if p != "body")
-        for problem in response.json()["detail"]
+        for problem in response.json()["problems"]
     ]
     assert any(loc == field or loc.startswith(field) for loc in locs), locs
     assert before == after
@@ -523,7 +523,7 @@ def test_recall_returns_the_keys_agents_context(live_server: LiveServer) -> None
         assert secret["id"] not in [i["id"] for i in theirs["items"]]
         assert ceo.post("/v1/recall", json={"query": ""}).status_code == 422
         bad = ceo.post("/v1/recall", json={"query": "x", "layers": ["nope"]})
-        assert bad.status_code == 422 and "layers" in str(bad.json()["detail"][0]["loc"])
+        assert bad.status_code == 422 and "layers" in str(bad.json()["problems"][0]["loc"])
 
 
 def test_maintenance_jobs_need_an_admin_key(live_server: LiveServer) -> None:
@@ -612,7 +612,7 @@ def test_index_a_folder_on_the_server(
                     "/v1/collections/knowledge/index", json={"path": str(root / "missing")}
                 )
                 assert missing.status_code == 422
-                assert missing.json()["detail"][0]["loc"] == ["path"]
+                assert missing.json()["problems"][0]["loc"] == ["path"]
                 unknown = admin.post("/v1/collections/nope/index", json=body)
                 assert unknown.status_code in (404, 422)
 
@@ -636,7 +636,7 @@ def test_cache_put_and_get(live_server: LiveServer) -> None:
         assert ceo.get("/v1/cache", params={"key": key}).json()["document"] == "1 USD は 150 円"
         assert cto.get("/v1/cache", params={"key": uid()}).status_code == 404
         bad = ceo.put("/v1/cache", json={"key": key, "content": "x", "ttl_days": 0, "source": "x"})
-        assert bad.status_code == 422 and bad.json()["detail"][0]["loc"][-1] == "ttl_days"
+        assert bad.status_code == 422 and bad.json()["problems"][0]["loc"][-1] == "ttl_days"
 
 
 def test_collections_show_policies_and_usage(live_server: LiveServer) -> None:

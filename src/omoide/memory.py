@@ -200,6 +200,7 @@ class Memory:
             freshness=self.episodic.freshness,
             decay_rate=self.config.episodic.decay_rate,
             policies=policies_from_config(self.config.forgetting.policies),
+            restore_exemption_days=self.config.forgetting.restore_exemption_days,
         )
         self.distiller = Distiller(
             self.db,

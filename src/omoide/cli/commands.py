@@ -17,18 +17,22 @@ from pathlib import Path
 from typing import IO, Any
 
 from omoide.cli.console import Output, ProgressReporter
+from omoide.cli.options import common_options as _common_options
+from omoide.cli.options import fail as _fail
 from omoide.cli.pipeline_commands import PIPELINE_COMMANDS
 from omoide.cli.spec import (
     Command,
     Ops,
     arg,
     env,
+    json_arg,
     meta,
     open_operations,
     operation_command,
     positive,
 )
 from omoide.cli.views import (
+    show_added,
     show_collections,
     show_documents,
     show_episodes,
@@ -37,8 +41,10 @@ from omoide.cli.views import (
     show_keys,
     show_match,
     show_new_key,
+    show_outcome,
     show_procedures,
     show_record,
+    show_recorded,
     show_session,
     show_stats,
 )
@@ -202,12 +208,24 @@ def _mcp(args: argparse.Namespace, out: Output) -> int:
 
         if args.transport != "stdio":
             raise ValidationError("--transport", "with --url the MCP server runs over stdio")
-        remote = RemoteOperations(url, env(args, "key", "OMOIDE_API_KEY"))
+        key = env(args, "key", "OMOIDE_API_KEY")
+        if not key:
+            raise ValidationError(
+                "--key", "with --url the server needs an API key: pass --key or set OMOIDE_API_KEY"
+            )
+        remote = RemoteOperations(url, key)
+        remote.whoami()  # an unknown or revoked key fails now, not at the first tool call
         create_mcp_server(lambda caller: remote).run("stdio")
         return 0
     from omoide.memory import Memory
     from omoide.service.local import Caller
 
+    agent = env(args, "agent", "OMOIDE_AGENT")
+    if args.transport == "stdio" and not agent:
+        raise ValidationError(
+            "--agent",
+            "the stdio MCP server acts as one agent: pass --agent NAME or set OMOIDE_AGENT",
+        )
     with Memory(env(args, "path", "OMOIDE_HOME")) as mem:
         if args.transport == "http":
             import uvicorn
@@ -216,20 +234,33 @@ def _mcp(args: argparse.Namespace, out: Output) -> int:
             app = create_mcp_app(mem, host=args.host)
             uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
             return 0
-        agent = env(args, "agent", "OMOIDE_AGENT")
-        if not agent:
-            raise ValidationError(
-                "--agent",
-                "the stdio MCP server acts as one agent: pass --agent NAME or set OMOIDE_AGENT",
-            )
+        assert agent is not None
         create_mcp_server(local_operations(mem, Caller.for_agent(mem, agent))).run("stdio")
     return 0
+
+
+def _add(ops: Ops, args: argparse.Namespace) -> Any:
+    """``omoide add``: the texts given, as messages of ``--role``; none: JSON lines (one
+    message object, or a text, a line) from standard input."""
+    messages: list[Any] = [{"role": args.role, "content": t} for t in args.messages]
+    if not messages:
+        for number, line in enumerate(sys.stdin, start=1):
+            if line.strip():
+                messages.append(json_arg(f"stdin line {number}", line))
+    if not messages:
+        raise ValidationError("messages", "give message texts, or JSON lines on standard input")
+    return ops.add(args.session_id, messages, timestamp=args.timestamp, scope=args.scope)
 
 
 SERVE_ARGS = (
     arg("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, this machine)"),
     arg("--port", type=int, default=8765, help="port (default: 8765)"),
-    arg("--log-level", default="warning", choices=["debug", "info", "warning", "error"]),
+    arg(
+        "--log-level",
+        default="info",
+        choices=["debug", "info", "warning", "error"],
+        help="server log detail (default: info, a line per request)",
+    ),
 )
 
 _QUIET = arg("-q", "--quiet", action="store_true", help="no progress bar")
@@ -248,7 +279,7 @@ COMMANDS: list[Command] = [
             ),
         ),
         raw=_demo,
-        common=False,
+        options=(),
     ),
     Command(
         "simulate",
@@ -259,10 +290,28 @@ COMMANDS: list[Command] = [
             arg("--dir", dest="sim_dir", help="keep both stores here (default: a temporary dir)"),
         ),
         raw=_simulate,
-        common=False,
+        options=(),
     ),
-    Command("init", "create a data directory (and a commented omoide.toml)", raw=_init),
-    OPERATION("record", show_record),
+    Command(
+        "init",
+        "create a data directory (and a commented omoide.toml)",
+        raw=_init,
+        options=("path", "json"),
+    ),
+    OPERATION("record", show_recorded),
+    OPERATION(
+        "add",
+        show_added,
+        run=lambda ops, a: _add(ops, a),
+        extra=(
+            arg(
+                "--role",
+                default="user",
+                choices=["user", "assistant", "system", "tool"],
+                help="who said the texts given (default: user)",
+            ),
+        ),
+    ),
     OPERATION("search_episodes", show_episodes),
     OPERATION("list_episodes", show_episodes),
     OPERATION("get_episode", show_record),
@@ -291,7 +340,7 @@ COMMANDS: list[Command] = [
     OPERATION("rollback_procedure", show_record),
     OPERATION("register_procedure", show_record),
     OPERATION("evolve_procedure", show_record),
-    OPERATION("report_outcome", show_record),
+    OPERATION("report_outcome", show_outcome),
     OPERATION("match_procedure", show_match),
     OPERATION("stats", show_stats),
     OPERATION("whoami", show_record),
@@ -322,15 +371,22 @@ COMMANDS: list[Command] = [
             ),
         ),
         raw=_serve,
+        options=("path",),
     ),
     Command(
         "mcp",
         "run the MCP server (stdio by default; --url to go through a running server)",
         (
-            arg("--transport", choices=["stdio", "http"], default="stdio"),
+            arg(
+                "--transport",
+                choices=["stdio", "http"],
+                default="stdio",
+                help="stdio (default: one agent, for a desktop client) or http (keys decide)",
+            ),
             *SERVE_ARGS,
         ),
         raw=_mcp,
+        options=("path", "url", "key", "agent"),
     ),
 ]
 
@@ -352,32 +408,21 @@ def _store(ops: Ops, args: argparse.Namespace) -> Any:
 # -- parser ------------------------------------------------------------------------------
 
 
-def _common_options() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
-    group = common.add_argument_group("where the memory is")
-    group.add_argument(
-        "--path",
-        default=argparse.SUPPRESS,
-        help="data directory (default: $OMOIDE_HOME, else ./omoide-data)",
-    )
-    group.add_argument(
-        "--url",
-        default=argparse.SUPPRESS,
-        help="a running `omoide serve`, e.g. http://127.0.0.1:8765 (default: $OMOIDE_URL)",
-    )
-    group.add_argument(
-        "--key", default=argparse.SUPPRESS, help="API key for --url (default: $OMOIDE_API_KEY)"
-    )
-    group.add_argument(
-        "--agent",
-        default=argparse.SUPPRESS,
-        help="without --url: act, and read, as this agent (default: "
-        "$OMOIDE_AGENT; none: see everything)",
-    )
-    common.add_argument(
-        "--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output"
-    )
-    return common
+def _group_help(group: str) -> str:
+    subs = [c.name.split(" ")[1] for c in COMMANDS if c.name.startswith(group + " ")]
+    return f"{GROUPS.get(group, group)}: {', '.join(subs)}"
+
+
+#: What each command group is about (``omoide GROUP --help``).
+GROUPS = {
+    "episodes": "episodic memory: what happened, who decided what",
+    "documents": "semantic memory: the documents of a collection",
+    "procedures": "procedural memory: versioned ways to do recurring tasks",
+    "working": "working memory: a session's pins, slots and messages",
+    "keys": "API keys of a server (admin)",
+    "cache": "information fetched from outside, kept until it expires",
+    "admin": "whole-store operations for an operator",
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -395,20 +440,14 @@ def build_parser() -> argparse.ArgumentParser:
         where = top
         if group:
             if group[0] not in groups:
-                holder = top.add_parser(
-                    group[0],
-                    help=f"{group[0]}: "
-                    + ", ".join(
-                        c.name.split(" ")[1] for c in COMMANDS if c.name.startswith(group[0] + " ")
-                    ),
-                )
+                about = _group_help(group[0])
+                holder = top.add_parser(group[0], help=about, description=about)
                 groups[group[0]] = holder.add_subparsers(
                     dest="action", required=True, metavar="ACTION"
                 )
             where = groups[group[0]]
-        sub = where.add_parser(
-            name, help=cmd.help, description=cmd.help, parents=[common] if cmd.common else []
-        )
+        parents = [_common_options(cmd.options)] if cmd.options else []
+        sub = where.add_parser(name, help=cmd.help, description=cmd.help, parents=parents)
         for a in cmd.args:
             sub.add_argument(*a.flags, **a.options)
         sub.set_defaults(command_spec=cmd)
@@ -439,19 +478,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             stream.reconfigure(encoding="utf-8")
     args = build_parser().parse_args(argv)
     cmd: Command = args.command_spec
-    out = Output(json_mode=bool(getattr(args, "json", False)))
+    out = Output(
+        json_mode=bool(getattr(args, "json", False)),
+        verbose=bool(getattr(args, "verbose", False)),
+    )
     try:
-        return _run(cmd, args, out)
+        code = _run(cmd, args, out)
+        sys.stdout.flush()  # a closed pipe shows here, not as a traceback at exit
+        return code
+    except BrokenPipeError:
+        # The reader went away (`| head`): stop quietly, as other commands do.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
     except StoreLockedError as exc:
-        print(f"omoide: error: {exc}", file=sys.stderr)
-        print("omoide: hint: a server owns it? pass --url http://127.0.0.1:8765", file=sys.stderr)
-        return 1
-    except OmoideError as exc:
-        print(f"omoide: error: {exc}", file=sys.stderr)
-        return 1
-    except OSError as exc:
-        print(f"omoide: error: {exc}", file=sys.stderr)
-        return 1
+        return _fail(out, exc, "a server owns it? pass --url http://127.0.0.1:8765")
+    except (OmoideError, OSError) as exc:
+        return _fail(out, exc)
     except KeyboardInterrupt:
         return 130
 

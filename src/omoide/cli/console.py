@@ -28,7 +28,9 @@ def display_width(text: str) -> int:
 
 
 def shorten(text: str, cells: int) -> str:
-    """``text`` on one line, cut to ``cells`` display cells with an ellipsis."""
+    """``text`` on one line, cut to ``cells`` display cells with an ellipsis: at the last
+    word boundary when there is one in the second half (text without spaces, such as
+    Japanese, is cut where it reaches the width)."""
     flat = " ".join(str(text).split())
     if display_width(flat) <= cells:
         return flat
@@ -39,7 +41,12 @@ def shorten(text: str, cells: int) -> str:
             break
         out.append(ch)
         used += w
-    return "".join(out) + "…"
+    kept = "".join(out)
+    if flat[len(kept)] != " ":
+        space = kept.rfind(" ")
+        if space >= len(kept) // 2:
+            kept = kept[:space]
+    return kept.rstrip(" ,;:.") + "…"
 
 
 def _pad(text: str, cells: int, right: bool = False) -> str:
@@ -74,8 +81,12 @@ def _rich_console(stream: IO[str]) -> Any | None:
 class Output:
     """Where a command's result goes: JSON (``--json``) or readable text."""
 
-    def __init__(self, *, json_mode: bool = False, stream: IO[str] | None = None) -> None:
+    def __init__(
+        self, *, json_mode: bool = False, stream: IO[str] | None = None, verbose: bool = False
+    ) -> None:
         self.json_mode = json_mode
+        #: Whole records rather than the one line a write answers with (``-v``).
+        self.verbose = verbose
         self.stream = stream or sys.stdout
 
     def json(self, data: Any) -> None:

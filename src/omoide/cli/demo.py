@@ -9,10 +9,12 @@ prints what each layer holds and what recall returns.
 from __future__ import annotations
 
 import tempfile
+from collections import Counter
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from omoide.cli.console import shorten
 from omoide.clock import ManualClock
 from omoide.memory import Memory
 
@@ -146,7 +148,7 @@ def _script(mem: Memory, clock: ManualClock, say: Callable[[str], None]) -> None
     )
     for doc_id in report.distill.knowledge_written:
         doc = mem.semantic.get(mem.config.distill.collection, doc_id)
-        say(f"  knowledge: {' '.join(doc.document.split())[:110]}")
+        say(f"  knowledge: {shorten(doc.document, 110)}")
 
 
 def _report(mem: Memory, say: Callable[[str], None]) -> None:
@@ -162,8 +164,14 @@ def _report(mem: Memory, say: Callable[[str], None]) -> None:
     for pin in wm.pins:
         say(f"  pinned {pin.key}: {pin.content}")
     say(f"  {len(wm.messages)} recent messages kept, newest: {wm.messages[-1].content!r}")
-    say(f"Layer 2 episodic store: {mem.episodic.count()} episodes")
-    for e in mem.episodic.browse(limit=20):
+    listed = mem.episodic.browse(limit=1000)
+    states = Counter(e.state for e in listed)
+    say(
+        f"Layer 2 episodic store: {len(listed)} episodes ("
+        + ", ".join(f"{n} {state}" for state, n in sorted(states.items()))
+        + ")"
+    )
+    for e in listed[:20]:
         age = (now - e.timestamp).days
         say(
             f"  [{e.event_type:<8}] {e.agent_name:<9} imp {e.importance:.2f} "
@@ -193,8 +201,8 @@ def _report(mem: Memory, say: Callable[[str], None]) -> None:
         say(f"Q: {question}")
         context = mem.recall(question, agent_name="ceo", budget_tokens=300)
         for item in context.items[:2]:
-            text = " ".join(item.text.split())
-            say(f"   {item.layer:<10} {item.score:.2f}  {item.author or '-'}: {text[:100]}")
+            text = shorten(item.text, 100)
+            say(f"   {item.layer:<10} {item.score:.2f}  {item.author or '-'}: {text}")
     for task in ["技術記事を書く", "deploy:production"]:
         proc = mem.procedural.get_procedure(task)
         if proc is not None:

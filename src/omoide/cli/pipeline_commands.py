@@ -15,6 +15,7 @@ from omoide.cli.console import Output
 from omoide.cli.spec import Command, arg, open_operations, operation_command
 from omoide.cli.views import (
     show_audit,
+    show_cached,
     show_distill,
     show_forget,
     show_index,
@@ -72,6 +73,6 @@ PIPELINE_COMMANDS: list[Command] = [
             arg("-q", "--quiet", action="store_true", help="no progress bar"),
         ),
     ),
-    OPERATION("cache", show_record),
+    OPERATION("cache", show_cached),
     OPERATION("cached", show_record),
 ]

@@ -19,16 +19,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from omoide.cli.console import Output
-from omoide.errors import ValidationError
+from omoide.errors import NotFoundError, ValidationError
 from omoide.service.operation import REQUIRED, Argument
 from omoide.service.protocol import Operations
 from omoide.service.table import operation
 
 __all__ = [
+    "ALL_OPTIONS",
     "Arg",
     "Command",
     "arg",
     "env",
+    "existing_store",
     "json_arg",
     "meta",
     "open_operations",
@@ -50,11 +52,17 @@ def arg(*flags: str, **options: Any) -> Arg:
     return Arg(flags, options)
 
 
+#: The global options (where the memory is, who acts, how to print), defined once in
+#: :func:`omoide.cli.commands.build_parser`; a command takes those that mean something to it.
+ALL_OPTIONS = ("path", "url", "key", "agent", "json", "verbose")
+
+
 @dataclass(frozen=True)
 class Command:
     """One CLI command: ``name`` may be ``"group sub"``; ``run(ops, args)`` returns a result
     that ``show(out, result)`` prints (``--json`` prints it as JSON); ``raw`` commands get
-    ``(args, out)`` and return an exit code instead."""
+    ``(args, out)`` and return an exit code instead. ``options`` are the global options it
+    takes; ``reads``: it only reads, so it needs an existing data directory."""
 
     name: str
     help: str
@@ -62,7 +70,8 @@ class Command:
     run: Callable[[Ops, argparse.Namespace], Any] | None = None
     show: Callable[[Output, Any], None] | None = None
     raw: Callable[[argparse.Namespace, Output], int] | None = None
-    common: bool = True
+    options: tuple[str, ...] = ALL_OPTIONS
+    reads: bool = False
 
 
 # -- data sources ------------------------------------------------------------------------
@@ -89,8 +98,23 @@ def open_operations(args: argparse.Namespace) -> Iterator[Ops]:
     from omoide.memory import Memory
     from omoide.service.local import Caller, LocalOperations
 
-    with Memory(env(args, "path", "OMOIDE_HOME")) as mem:
+    path = existing_store(args)
+    with Memory(path) as mem:
         yield LocalOperations(mem, Caller.operator(mem, agent))
+
+
+def existing_store(args: argparse.Namespace) -> Any:
+    """The data directory of this invocation; one that does not exist yet is an error for a
+    command that only reads (a mistyped ``--path`` must not create an empty store)."""
+    from omoide.memory import resolve_path
+
+    path = resolve_path(env(args, "path", "OMOIDE_HOME"))
+    spec = getattr(args, "command_spec", None)
+    if getattr(spec, "reads", False) and not (path / "omoide.db").exists():
+        missing = NotFoundError("data directory", str(path))
+        missing.args = (f"no data directory at {path} (create one: omoide init --path {path})",)
+        raise missing
+    return path
 
 
 def json_arg(name: str, text: str | None) -> Any:
@@ -148,8 +172,9 @@ def operation_command(
     given = [x for x in op.arguments() if x.arg.flags is not None]
     args = (*(_cli_arg(x) for x in given), *extra)
     if raw is not None:
-        return Command(op.cli, op.summary, args, raw=raw)
-    return Command(op.cli, op.summary, args, run=run or _call(name, given), show=show)
+        return Command(op.cli, op.summary, args, raw=raw, reads=op.read_only)
+    run = run or _call(name, given)
+    return Command(op.cli, op.summary, args, run=run, show=show, reads=op.read_only)
 
 
 def _call(name: str, given: list[Argument]) -> Callable[[Ops, argparse.Namespace], Any]:

@@ -7,7 +7,9 @@ from typing import Any
 from omoide.cli.console import Output
 
 __all__ = [
+    "show_added",
     "show_audit",
+    "show_cached",
     "show_collections",
     "show_distill",
     "show_documents",
@@ -20,9 +22,11 @@ __all__ = [
     "show_maintenance",
     "show_match",
     "show_new_key",
+    "show_outcome",
     "show_procedures",
     "show_recall",
     "show_record",
+    "show_recorded",
     "show_restore",
     "show_retention",
     "show_session",
@@ -74,9 +78,58 @@ def show_record(out: Output, row: dict[str, Any]) -> None:
     out.fields(row)
 
 
+def show_recorded(out: Output, row: dict[str, Any]) -> None:
+    """A new episode: its id and what it is, in one line (``-v``: the whole record)."""
+    if out.verbose:
+        return out.fields(row)
+    out.line(
+        f"recorded {row['id']} ({row['event_type']}, importance {row['importance']:.2f}, "
+        f"scope {row.get('scope', 'global')})"
+    )
+
+
+def show_added(out: Output, report: dict[str, Any]) -> None:
+    if out.verbose:
+        return out.fields(report)
+    out.line(report["summary"])
+    for episode_id in report["episode_ids"]:
+        out.line(f"  + {episode_id}")
+
+
+def show_outcome(out: Output, row: dict[str, Any]) -> None:
+    """A procedure after an outcome was folded in, in one line."""
+    if out.verbose:
+        return out.fields(row)
+    out.line(
+        f"{row['name']} v{row['version']}: outcome recorded ({row['execution_count']} runs, "
+        f"success {row['success_rate']:.0%}, quality {row['avg_quality_score']:.1f})"
+    )
+
+
+def show_cached(out: Output, row: dict[str, Any]) -> None:
+    if out.verbose:
+        return out.fields(row)
+    meta = row.get("metadata") or {}
+    expires = meta.get("expires_at") or meta.get("cache_expires_at") or "-"
+    out.line(f"cached {row['id']} in {row['collection']} (expires {expires})")
+
+
 def show_hits(out: Output, rows: list[dict[str, Any]]) -> None:
-    cols = [("similarity", "sim"), ("doc_id", "document"), ("document", "text")]
-    out.table(rows, cols, widths={"doc_id": 24, "document": 70}, numeric=("similarity",))
+    """Passages found; an indexed file's show where they are (path:line and symbol) rather
+    than the document id."""
+    shown = [{**r, "where": _where(r)} for r in rows]
+    cols = [("similarity", "sim"), ("where", "where"), ("document", "text")]
+    out.table(shown, cols, widths={"document": 70}, numeric=("similarity",))
+
+
+def _where(hit: dict[str, Any]) -> str:
+    meta = hit.get("metadata") or {}
+    path = meta.get("path")
+    if not path:
+        return str(hit.get("doc_id", ""))
+    line = meta.get("line_start")
+    title = meta.get("symbol") or meta.get("heading")
+    return (f"{path}:{line}" if line else str(path)) + (f" {title}" if title else "")
 
 
 def show_documents(out: Output, rows: list[dict[str, Any]]) -> None:
@@ -89,7 +142,7 @@ def show_documents(out: Output, rows: list[dict[str, Any]]) -> None:
         ("document", "text"),
     ]
     rows = [_when(r, "updated_at") for r in rows]
-    out.table(rows, cols, widths={"id": 24, "document": 60}, numeric=("chunk_count",))
+    out.table(rows, cols, widths={"document": 60}, numeric=("chunk_count",))
 
 
 def show_procedures(out: Output, rows: list[dict[str, Any]]) -> None:
@@ -123,7 +176,9 @@ def show_history(out: Output, rows: list[dict[str, Any]]) -> None:
 def show_session(out: Output, view: dict[str, Any]) -> None:
     out.line(
         f"{view['agent_name']} / {view['session_id']}: "
-        f"{view['total_tokens']:,} of {view['max_tokens']:,} tokens"
+        f"{view['total_tokens']:,} of {view['max_tokens']:,} tokens "
+        f"({view['slot_tokens'].get('pinned', 0):,} in pins, "
+        f"{view['slot_tokens'].get('recent_msgs', 0):,} in messages)"
     )
     out.line(view["context"] or "(empty)")
 
@@ -134,11 +189,13 @@ def show_stats(out: Output, stats: dict[str, Any]) -> None:
         {
             "layer": "1 working",
             "items": f"{layers['working']['sessions']} sessions",
-            "size": f"{layers['working']['message_tokens']:,} tokens",
+            "size": f"{layers['working']['message_tokens']:,} tokens in messages, "
+            f"{layers['working'].get('pin_tokens', 0):,} in pins",
         },
         {
             "layer": "2 episodic",
-            "items": f"{layers['episodic']['episodes']} episodes",
+            "items": f"{layers['episodic']['episodes']} active episodes"
+            + _apart(layers["episodic"]),
             "size": f"{layers['episodic']['bytes']:,} B",
         },
         {
@@ -182,6 +239,12 @@ def show_stats(out: Output, stats: dict[str, Any]) -> None:
             f"on disk: {storage['path']} — database {storage['database_bytes']:,} B, "
             f"chroma {storage['chroma_bytes']:,} B"
         )
+
+
+def _apart(episodic: dict[str, Any]) -> str:
+    """The compressed and archived episodes, counted apart from the active ones."""
+    parts = [f"{episodic[k]} {k}" for k in ("compressed", "archived") if episodic.get(k)]
+    return f" (+ {', '.join(parts)})" if parts else ""
 
 
 def show_keys(out: Output, rows: list[dict[str, Any]]) -> None:
@@ -264,7 +327,7 @@ def show_distill(out: Output, report: dict[str, Any]) -> None:
 def show_forget(out: Output, report: dict[str, Any]) -> None:
     plan = [a for p in report["policies"] for a in p["acted"]]
     if plan:
-        out.table(plan, PLAN_COLUMNS, widths={"reason": 50, "item_id": 30})
+        out.table(plan, PLAN_COLUMNS, widths={"reason": 50})
     rows = [
         {
             "policy": p["name"],
@@ -284,7 +347,7 @@ def show_forget(out: Output, report: dict[str, Any]) -> None:
 
 def show_retention(out: Output, report: dict[str, Any]) -> None:
     if report["actions"]:
-        out.table(report["actions"], PLAN_COLUMNS, widths={"reason": 50, "item_id": 30})
+        out.table(report["actions"], PLAN_COLUMNS, widths={"reason": 50})
     counts = {
         policy: sum(1 for a in report["actions"] if a["policy"] == policy)
         for policy in ("retention", "capacity", "cache_expiry")
@@ -322,12 +385,13 @@ def show_audit(out: Output, rows: list[dict[str, Any]]) -> None:
         ("item_id", "item"),
         ("reason", "reason"),
     ]
-    out.table([_when(r, "at") for r in rows], cols, widths={"reason": 50, "item_id": 30})
+    out.table([_when(r, "at") for r in rows], cols, widths={"reason": 50})
 
 
 def show_restore(out: Output, result: dict[str, Any]) -> None:
     where = result["layer"] + (f"/{result['collection']}" if result.get("collection") else "")
-    out.line(f"restored {result['item']['id']} in {where} (state {result['item']['state']})")
+    kept = "; kept against forgetting for good" if result.get("kept") else ""
+    out.line(f"restored {result['item']['id']} in {where} (state {result['item']['state']}){kept}")
 
 
 def show_index(out: Output, report: dict[str, Any]) -> None:

@@ -92,6 +92,8 @@ def error_for(status: int, body: bytes) -> OmoideError:
     except ValueError:
         data = None
     detail = data.get("detail") if isinstance(data, dict) else None
+    if isinstance(data, dict) and isinstance(data.get("problems"), list):
+        detail = data["problems"]  # the one error body: bad input lists its problems
     name = data.get("error") if isinstance(data, dict) else None
     cls = ERRORS.get(name) if isinstance(name, str) else None
     if isinstance(detail, list):

@@ -229,6 +229,8 @@ class ForgettingConfig:
     """Structured forgetting (article section 8): the policies, as data."""
 
     policies: tuple[Mapping[str, Any], ...] = field(default_factory=_default_policies)
+    #: Days a restored item is exempt from forgetting (``restore --keep``: for good).
+    restore_exemption_days: float = 30.0
 
 
 @dataclass(frozen=True)

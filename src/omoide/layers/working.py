@@ -79,17 +79,19 @@ def session_count(db: Database) -> int:
     return int(db.scalar("SELECT COUNT(*) FROM working_sessions"))
 
 
-def session_usage(db: Database, agent_name: str | None = None) -> dict[str, tuple[int, int]]:
-    """Per agent (only ``agent_name`` unless None): its sessions and their message tokens."""
+def session_usage(db: Database, agent_name: str | None = None) -> dict[str, tuple[int, int, int]]:
+    """Per agent (only ``agent_name`` unless None): its sessions, their message tokens and
+    their pins' tokens."""
     where, params = ("1", []) if agent_name is None else ("s.agent_name = ?", [agent_name])
     rows = db.query(
-        "SELECT s.agent_name, COUNT(DISTINCT s.session_id), "
-        "COALESCE(SUM(m.tokens), 0) FROM working_sessions s LEFT JOIN working_messages m "
+        "SELECT s.agent_name, COUNT(DISTINCT s.session_id), COALESCE(SUM(m.tokens), 0), "
+        "(SELECT COALESCE(SUM(p.tokens), 0) FROM working_pins p WHERE p.agent_name = "
+        "s.agent_name) FROM working_sessions s LEFT JOIN working_messages m "
         "ON m.agent_name = s.agent_name AND m.session_id = s.session_id "
         f"WHERE {where} GROUP BY s.agent_name",
         params,
     )
-    return {str(r[0] or ""): (int(r[1] or 0), int(r[2] or 0)) for r in rows}
+    return {str(r[0] or ""): (int(r[1] or 0), int(r[2] or 0), int(r[3] or 0)) for r in rows}
 
 
 def sessions_present(db: Database, keys: Iterable[tuple[str, str]]) -> set[tuple[str, str]]:

@@ -122,8 +122,11 @@ class Forgetting:
         freshness: FreshnessCurve,
         decay_rate: float,
         policies: Sequence[ForgettingPolicy],
+        restore_exemption_days: float = 30.0,
     ) -> None:
         self._db = db
+        #: How long a restored item is left alone (``forgetting.restore_exemption_days``).
+        self.restore_exemption_days = restore_exemption_days
         self._lifecycle = lifecycle
         self._never_forget = never_forget
         self._clock = clock
@@ -202,6 +205,7 @@ class Forgetting:
         """What each policy would do now, from one snapshot of the store."""
         now = now or self._clock.now()
         items = {layer: self._items(layer, now) for layer in FORGETTABLE_LAYERS}
+        exempt = self._lifecycle.exemptions(now, self.restore_exemption_days)
         claimed: dict[tuple[str, str, str], str] = {}
         reports = []
         for policy in self._policies:
@@ -213,7 +217,7 @@ class Forgetting:
                     continue
                 report.candidates += 1
                 key = (policy.target_layer, item["collection"] or "", item["id"])
-                skip = self._skip_reason(policy, item, claimed.get(key))
+                skip = exempt.get(key) or self._skip_reason(policy, item, claimed.get(key))
                 if skip:
                     report.skipped.append(ItemNote(item["id"], skip, item["collection"] or ""))
                     continue

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timedelta
 from typing import Any
 
 from omoide.clock import Clock, from_timestamp, to_timestamp
@@ -459,12 +460,13 @@ class Lifecycle:
         layer: str | None = None,
         collection: str | None = None,
         reason: str = "restored on request",
+        keep: bool = False,
     ) -> str:
         """Bring an archived (or compressed) item back; return its layer.
 
         The item is looked up in both layers unless ``layer`` or ``collection`` says where;
-        an id found in more than one place needs one of them.
-        """
+        an id found in more than one place needs one of them. Forgetting then leaves it alone
+        for a while, and for good with ``keep`` (audited too): see :meth:`exemptions`."""
         check_name("id", item_id)
         if layer is not None and layer not in LAYERS:
             raise UnknownLayerError(layer, list(LAYERS))
@@ -489,8 +491,39 @@ class Lifecycle:
         run_id = f"restore-{uuid.uuid4().hex[:12]}"
         found_layer, found_collection = places[0]
         if found_layer == "episodic":
-            return self._restore_episode(item_id, reason=reason, run_id=run_id)
-        return self._restore_document(found_collection, item_id, reason=reason, run_id=run_id)
+            self._restore_episode(item_id, reason=reason, run_id=run_id)
+        else:
+            self._restore_document(found_collection, item_id, reason=reason, run_id=run_id)
+        if keep:
+            snapshot = self.log.last_snapshot(found_layer, found_collection, item_id, "restore")
+            place = {"layer": found_layer, "collection": found_collection, "item_id": item_id}
+            with self._db.transaction() as conn:
+                self.log.write(
+                    conn,
+                    **place,
+                    action="keep",
+                    policy="restore",
+                    run_id=run_id,
+                    reason="kept against forgetting on restore",
+                    snapshot=snapshot,
+                )
+        return found_layer
+
+    def exemptions(self, now: datetime, days: float) -> dict[tuple[str, str, str], str]:
+        """(layer, collection, id) -> why forgetting leaves it alone: restored in the last
+        ``days`` (a person undid a policy: it must not act again at once), or kept for good."""
+        out: dict[tuple[str, str, str], str] = {}
+        for entry in self.log.entries(AuditQuery(policy="restore", action="keep", limit=10**6)):
+            out[(entry.layer, entry.collection, entry.item_id)] = "kept on restore (restore --keep)"
+        since = now - timedelta(days=days)
+        recent = AuditQuery(policy="restore", action="restore", since=since, limit=10**6)
+        for entry in self.log.entries(recent):
+            out.setdefault(
+                (entry.layer, entry.collection, entry.item_id),
+                f"restored {entry.at:%Y-%m-%d}: exempt for {days:g} days "
+                "(forgetting.restore_exemption_days)",
+            )
+        return out
 
     def audit(
         self, query: AuditQuery, *, reader: str | None = None, reader_teams: Iterable[str] = ()

@@ -75,7 +75,12 @@ class KeyAuthMiddleware:
 
 
 async def _refuse(send: Send, detail: str) -> None:
-    body: dict[str, Any] = {"error": "AuthenticationError", "detail": safe_text(detail)}
+    body: dict[str, Any] = {
+        "error": "AuthenticationError",
+        "detail": safe_text(detail),
+        "field": None,
+        "problems": None,
+    }
     await send(
         {
             "type": "http.response.start",

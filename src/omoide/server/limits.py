@@ -93,7 +93,9 @@ class BodyLimitMiddleware:
 
 async def _refuse(send: Send, limit: int, setting: str) -> None:
     error = PayloadTooLargeError(f"the request body is larger than {limit:,} bytes ({setting})")
-    body = json.dumps({"error": type(error).__name__, "detail": str(error)}).encode()
+    body = json.dumps(
+        {"error": type(error).__name__, "detail": str(error), "field": None, "problems": None}
+    ).encode()
     await send(
         {
             "type": "http.response.start",

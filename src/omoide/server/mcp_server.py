@@ -8,8 +8,11 @@ the API key of the request (``Authorization: Bearer <key>``), checked by
 
 Tools: one per operation the table (:mod:`omoide.service.table`) exposes over MCP, named and
 described there (``remember`` is ``record``, ``search_knowledge`` is ``query``, ...); the
-parameters, shaped for an LLM, are declared here. Resources: ``omoide://stats`` and
-``omoide://stats/{layer}`` (counts and sizes of what the agent may read).
+parameters, shaped for an LLM, are declared here. ``recall`` answers with the rendered
+``<memories>`` text (the items beside it, as structured content); writes answer with one line
+naming the id. Forgetting has no tool (see the table's ``forget`` entry for why).
+Resources: ``omoide://stats`` and ``omoide://stats/{layer}`` (counts and sizes of what the
+agent may read).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
-from mcp_types import ToolAnnotations
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -61,6 +64,9 @@ omoide is your long-term memory, shared with the other agents you work with.
   `search_knowledge`.
 - Before a routine task, `get_procedure` returns the best known way to do it; afterwards,
   `report_outcome` says how it went, so better procedures win.
+- Hand over a conversation's messages with `add_messages`; `recent_episodes` lists what was
+  recorded lately, `update_episode` adds an outcome to one of yours later (the fix of an
+  error), `delete_episode` removes one of yours.
 - `pin` keeps an instruction in your working context for the whole session.
 - Information fetched from outside goes to `cache_information` with a time to live;
   `get_cached_information` returns it while it is fresh.
@@ -113,6 +119,12 @@ def create_mcp_server(operations: OperationsFor) -> MCPServer:
         except OmoideError as exc:
             raise ToolError(f"{type(exc).__name__}: {exc}") from exc
 
+    def answer(line: str, data: dict[str, Any]) -> CallToolResult:
+        """A tool's answer: ``line`` for the model to read, ``data`` beside it."""
+        return CallToolResult(
+            content=[TextContent(type="text", text=line)], structured_content=data
+        )
+
     def tool(name: str, annotations: ToolAnnotations) -> Callable[[F], F]:
         """Register the decorated function as the MCP tool of operation ``name``: the tool's
         name and description come from the operation table."""
@@ -156,8 +168,8 @@ def create_mcp_server(operations: OperationsFor) -> MCPServer:
                 "'agent:NAME,team:NAME'."
             ),
         ] = None,
-    ) -> dict[str, Any]:
-        return call(
+    ) -> CallToolResult:
+        episode = call(
             lambda ops: ops.record(
                 event_type,
                 description,
@@ -170,6 +182,64 @@ def create_mcp_server(operations: OperationsFor) -> MCPServer:
             ("description", description),
             ("outcome", outcome),
         )
+        line = (
+            f"remembered {episode['id']} ({episode['event_type']}, importance "
+            f"{episode['importance']:.2f}, scope {episode['scope']})"
+        )
+        return answer(line, episode)
+
+    @tool("list_episodes", reads)
+    def recent_episodes(
+        agent_name: Annotated[
+            str | None, Field(description="Only episodes recorded by this agent.")
+        ] = None,
+        event_type: Annotated[str | None, Field(description="Only this event type.")] = None,
+        limit: Annotated[int, Field(ge=1, le=100, description="How many, newest first.")] = 10,
+    ) -> list[dict[str, Any]]:
+        return call(
+            lambda ops: ops.list_episodes(agent_name=agent_name, event_type=event_type, limit=limit)
+        )
+
+    @tool("update_episode", writes)
+    def update_episode(
+        episode_id: Annotated[str, Field(description="The episode's id (from remember).")],
+        outcome: Annotated[
+            str | None, Field(description="What came of it, e.g. the fix of an error.")
+        ] = None,
+        importance: Annotated[float | None, Field(ge=0, le=1, description="0..1.")] = None,
+        tags: Annotated[list[str] | None, Field(description="Replaces the tags.")] = None,
+    ) -> CallToolResult:
+        episode = call(
+            lambda ops: ops.update_episode(
+                episode_id, outcome=outcome, importance=importance, tags=tags
+            ),
+            ("outcome", outcome),
+        )
+        return answer(f"updated {episode['id']}", episode)
+
+    @tool("delete_episode", ToolAnnotations(read_only_hint=False, destructive_hint=True))
+    def delete_episode(
+        episode_id: Annotated[str, Field(description="The id of an episode you recorded.")],
+    ) -> CallToolResult:
+        episode = call(lambda ops: ops.delete_episode(episode_id))
+        return answer(f"deleted {episode['id']}", episode)
+
+    @tool("add", writes)
+    def add_messages(
+        session_id: Annotated[str, Field(description="The conversation (its thread).")],
+        messages: Annotated[
+            list[dict[str, Any]],
+            Field(
+                min_length=1,
+                max_length=1000,
+                description="Messages such as {'role': 'user', 'content': '...'} (role: user, "
+                "assistant, system or tool; optional name, timestamp, id).",
+            ),
+        ],
+    ) -> CallToolResult:
+        texts = [(f"messages[{i}]", m.get("content")) for i, m in enumerate(messages)]
+        report = call(lambda ops: ops.add(session_id, messages), *texts)
+        return answer(report["summary"], report)
 
     @tool("search_episodes", reads)
     def search_episodes(
@@ -267,14 +337,11 @@ def create_mcp_server(operations: OperationsFor) -> MCPServer:
         session_id: Annotated[
             str | None, Field(description="Your working session, to include its pins.")
         ] = None,
-    ) -> dict[str, Any]:
-        return call(
+    ) -> CallToolResult:
+        context = call(
             lambda ops: ops.recall(query, session_id=session_id, budget_tokens=budget_tokens)
         )
-
-    @tool("forget", reads)
-    def forget_dry_run() -> dict[str, Any]:
-        return call(lambda ops: ops.forget(dry_run=True))
+        return answer(context["context"] or "(nothing relevant remembered)", context)
 
     @tool("cache", writes)
     def cache_information(

@@ -142,6 +142,7 @@ class RestoreRequest(s._Request):
     id: Name
     layer: AuditLayer | None = None
     collection: Name | None = None
+    keep: StrictBool = Field(False, description="also keep it against forgetting for good")
 
 
 class PurgeRequest(s._Request):
@@ -157,6 +158,7 @@ class RestoreResponse(BaseModel):
     layer: str
     collection: str | None
     item: dict[str, Any]
+    kept: bool = Field(False, description="kept against forgetting for good (keep)")
 
 
 class IndexRequest(s._Request):
@@ -282,7 +284,7 @@ def pipeline_routers(ops_dependency: Any) -> list[APIRouter]:
     @route(upkeep, "restore", response_model=RestoreResponse)
     def restore(body: RestoreRequest, ops: Ops) -> Any:
         """Bring an archived or compressed item back (admin keys, or the item's owner)."""
-        return ops.restore(body.id, layer=body.layer, collection=body.collection)
+        return ops.restore(body.id, layer=body.layer, collection=body.collection, keep=body.keep)
 
     @route(upkeep, "purge", response_model=AuditEntry)
     def purge(body: PurgeRequest, ops: Ops) -> Any:

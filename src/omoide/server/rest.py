@@ -12,7 +12,9 @@ restore, index, cache) are in :mod:`omoide.server.pipeline_routes`; every route 
 method, path and summary from the operation table (:mod:`omoide.server.routing`). Route handlers are
 synchronous, so FastAPI runs them on its thread pool; the library serializes what SQLite
 needs serialized, and the MCP tools share the same ``Memory``. Errors map to status codes
-in one place, :data:`STATUS_CODES`.
+in one place, :data:`STATUS_CODES`, and every error has one body
+(:mod:`omoide.server.problems`). ``/docs`` and ``/redoc`` are served offline, and each request
+is logged (:mod:`omoide.server.observe`).
 """
 
 from __future__ import annotations
@@ -22,34 +24,19 @@ from contextlib import asynccontextmanager
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, FastAPI, Path, Query, Request, Security
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, Field
-from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from omoide._version import __version__
-from omoide.errors import (
-    AlreadyExistsError,
-    AuthenticationError,
-    BackendError,
-    CapacityError,
-    LLMError,
-    NotFoundError,
-    OmoideError,
-    PayloadTooLargeError,
-    PermissionDeniedError,
-    ProtectedMemoryError,
-    ReservedIdError,
-    StoreLockedError,
-    ValidationError,
-)
 from omoide.memory import Memory
 from omoide.pipelines.scheduler import BackgroundMaintenance
 from omoide.server import schemas as s
-from omoide.server.auth import caller_for_key, safe_text
+from omoide.server.auth import caller_for_key
 from omoide.server.limits import BodyLimitMiddleware, check_request_text
+from omoide.server.observe import LOG, LOG_CONFIG, LOG_SLOT, RequestLog, install_docs
 from omoide.server.pipeline_routes import pipeline_routers
+from omoide.server.problems import ERROR_RESPONSES, STATUS_CODES, install_error_handlers, status_of
 from omoide.server.routing import PREFIX, route, strict_query
 from omoide.server.ui import mount_dashboard
 from omoide.service.local import LocalOperations
@@ -57,59 +44,6 @@ from omoide.service.local import LocalOperations
 __all__ = ["DEFAULT_PORT", "STATUS_CODES", "create_app", "serve", "status_of"]
 
 DEFAULT_PORT = 8765
-
-#: How each omoide error is answered; the first matching class wins. Anything else is a 500.
-STATUS_CODES: tuple[tuple[type[OmoideError], int], ...] = (
-    (ReservedIdError, 422),
-    (ValidationError, 422),
-    (AuthenticationError, 401),
-    (PermissionDeniedError, 403),
-    (NotFoundError, 404),
-    (AlreadyExistsError, 409),
-    (ProtectedMemoryError, 409),
-    (CapacityError, 409),
-    (LLMError, 502),
-    (StoreLockedError, 503),
-    (BackendError, 503),
-    (PayloadTooLargeError, 413),
-)
-
-
-def status_of(exc: OmoideError) -> int:
-    return next((code for cls, code in STATUS_CODES if isinstance(exc, cls)), 500)
-
-
-class _Problem(BaseModel):
-    loc: list[str | int]
-    msg: str
-    type: str
-
-
-class ValidationProblem(BaseModel):
-    """Bad input: which field, and what is wrong with it."""
-
-    detail: list[_Problem]
-
-
-_ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
-    401: {"model": s.ErrorResponse, "description": "No API key, or an unknown or revoked one"},
-    403: {"model": s.ErrorResponse, "description": "The key's agent may not do this"},
-    404: {"model": s.ErrorResponse, "description": "Not found (or not visible to this agent)"},
-    409: {
-        "model": s.ErrorResponse,
-        "description": "Conflicts with what is stored: an existing id, a never-forget item, "
-        "a full collection",
-    },
-    413: {
-        "model": s.ErrorResponse,
-        "description": "The request body is larger than `server.max_body_bytes` (1 MiB)",
-    },
-    422: {"model": ValidationProblem, "description": "Bad input; `loc` names the field"},
-    503: {
-        "model": s.ErrorResponse,
-        "description": "The store is busy or its vector store failed; nothing was changed",
-    },
-}
 
 _bearer = HTTPBearer(
     auto_error=False,
@@ -123,6 +57,9 @@ def _operations(
 ) -> LocalOperations:
     mem: Memory = request.app.state.memory
     caller = caller_for_key(mem, credentials.credentials if credentials else None)
+    noted = request.scope.get(LOG_SLOT)
+    if isinstance(noted, dict):
+        noted["agent"] = caller.agent
     return LocalOperations(mem, caller)
 
 
@@ -198,6 +135,20 @@ def _episodes_router() -> APIRouter:
             offset=offset,
         )
 
+    @route(api, "add", status_code=201, response_model=s.AddReport)
+    def add(body: s.AddMessagesRequest, ops: Ops) -> Any:
+        """A conversation's messages as the key's agent's episodes and working memory
+        (idempotent: a retry records nothing twice)."""
+        check_request_text(
+            ops, *((f"messages[{i}]", m.content) for i, m in enumerate(body.messages))
+        )
+        return ops.add(
+            body.session_id,
+            [m.model_dump(exclude_none=True) for m in body.messages],
+            timestamp=body.timestamp,
+            scope=body.scope,
+        )
+
     @route(api, "get_episode", response_model=s.Episode)
     def get(episode_id: PathName, ops: Ops) -> Any:
         return ops.get_episode(episode_id)
@@ -243,11 +194,9 @@ def _semantic_router() -> APIRouter:
 
     @route(api, "query", response_model=list[s.QueryHit])
     def query(collection: PathName, body: s.QueryRequest, ops: Ops) -> Any:
-        """The passages nearest in meaning to the query, best first."""
-        check_request_text(ops, ("query_text", body.query_text))
-        return ops.query(
-            collection, body.query_text, body.n_results, body.where, body.where_document
-        )
+        """The passages nearest in meaning to ``query`` (or ``query_text``), best first."""
+        check_request_text(ops, ("query", body.text))
+        return ops.query(collection, body.text, body.n_results, body.where, body.where_document)
 
     return api
 
@@ -398,10 +347,6 @@ def _store_router() -> APIRouter:
     return api
 
 
-def _problem_response(problems: list[dict[str, Any]]) -> JSONResponse:
-    return JSONResponse(status_code=422, content={"detail": problems})
-
-
 def create_app(
     mem: Memory,
     *,
@@ -440,6 +385,7 @@ def create_app(
         finally:
             if background is not None:
                 background.stop()
+            LOG.info("omoide: server stopped (%s)", mem.path)
 
     app = FastAPI(
         title="omoide",
@@ -452,6 +398,9 @@ def create_app(
     )
     app.state.memory = mem
     app.add_middleware(BodyLimitMiddleware, config=mem.config.server)
+    app.add_middleware(RequestLog)
+    install_docs(app)
+    install_error_handlers(app)
     routers = [
         build()
         for build in (
@@ -466,7 +415,7 @@ def create_app(
         app.include_router(
             router,
             prefix=PREFIX,
-            responses=_ERROR_RESPONSES,
+            responses=ERROR_RESPONSES,
             dependencies=[Depends(strict_query)],
         )
     app.router.routes.extend(routes)
@@ -476,45 +425,6 @@ def create_app(
     def healthz() -> Any:
         """Liveness: answers without a key."""
         return {"status": "ok", "version": __version__}
-
-    @app.exception_handler(OmoideError)
-    async def omoide_error(request: Request, exc: OmoideError) -> JSONResponse:
-        status = status_of(exc)
-        if isinstance(exc, ValidationError):
-            return _problem_response(
-                [
-                    {
-                        "loc": [safe_text(exc.field)],
-                        "msg": safe_text(exc.message),
-                        "type": "value_error",
-                    }
-                ]
-            )
-        headers = {"WWW-Authenticate": 'Bearer realm="omoide"'} if status == 401 else None
-        body = {"error": type(exc).__name__, "detail": safe_text(str(exc))}
-        return JSONResponse(status_code=status, content=body, headers=headers)
-
-    @app.exception_handler(StarletteHTTPException)
-    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        if exc.status_code == 400:  # a body that could not be read as JSON
-            return _problem_response(
-                [{"loc": ["body"], "msg": "not a JSON document in UTF-8", "type": "json_invalid"}]
-            )
-        body = {"error": "HTTPException", "detail": safe_text(str(exc.detail))}
-        return JSONResponse(status_code=exc.status_code, content=body, headers=exc.headers)
-
-    @app.exception_handler(RequestValidationError)
-    async def request_error(request: Request, exc: RequestValidationError) -> JSONResponse:
-        return _problem_response(
-            [
-                {
-                    "loc": [safe_text(str(p)) if isinstance(p, str) else p for p in e["loc"]],
-                    "msg": safe_text(str(e.get("msg", "invalid"))),
-                    "type": str(e.get("type", "value_error")),
-                }
-                for e in exc.errors()
-            ]
-        )
 
     return app
 
@@ -534,4 +444,6 @@ def serve(
     import uvicorn
 
     app = create_app(mem, mcp=mcp, host=host, maintenance=maintenance, dashboard=dashboard)
-    uvicorn.run(app, host=host, port=port, log_level=log_level)
+    config = {**LOG_CONFIG, "loggers": dict(LOG_CONFIG["loggers"])}
+    config["loggers"]["omoide"] = {**config["loggers"]["omoide"], "level": log_level.upper()}
+    uvicorn.run(app, host=host, port=port, log_level=log_level, log_config=config)

@@ -8,13 +8,24 @@ everything again (and names the field) when a request reaches it.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    model_validator,
+)
 
 __all__ = [
     "AddKeyRequest",
     "AddMessageRequest",
+    "AddMessagesRequest",
+    "AddReport",
     "ApiKeyInfo",
     "Collection",
     "Document",
@@ -69,10 +80,15 @@ class _Request(BaseModel):
 
 
 class ErrorResponse(BaseModel):
-    """Any refusal other than a validation error: the error's class and what went wrong."""
+    """Every error: the error's class, what went wrong, and for bad input the field (and, for
+    a request that fails several checks, each problem)."""
 
-    error: str = Field(description="the omoide error class, e.g. PermissionDeniedError")
-    detail: str
+    error: str = Field(description="the omoide error class, e.g. ValidationError")
+    detail: str = Field(description="what went wrong, in one sentence")
+    field: str | None = Field(None, description="the field at fault (bad input only)")
+    problems: list[dict[str, Any]] | None = Field(
+        None, description="every problem of a bad request: loc (where), msg, type"
+    )
 
 
 class Health(BaseModel):
@@ -181,11 +197,27 @@ class StoreResponse(BaseModel):
     ids: list[str]
 
 
+QueryText = Annotated[str, Field(min_length=1, max_length=100_000)]
+
+
 class QueryRequest(_Request):
-    query_text: Annotated[str, Field(min_length=1, max_length=100_000)]
+    """``query`` (as in ``/v1/episodes/search``) or its older name ``query_text``."""
+
+    query: QueryText | None = Field(None, description="what to look for, in any language")
+    query_text: QueryText | None = Field(None, description="the same as `query`")
     n_results: Annotated[int, Field(ge=1, le=100)] = 5
     where: dict[str, Any] | None = Field(None, description="a ChromaDB metadata filter")
     where_document: dict[str, Any] | None = Field(None, description="a ChromaDB text filter")
+
+    @model_validator(mode="after")
+    def _one_query(self) -> QueryRequest:
+        if (self.query is None) == (self.query_text is None):
+            raise ValueError("give query (or its older name query_text), once")
+        return self
+
+    @property
+    def text(self) -> str:
+        return self.query if self.query is not None else str(self.query_text)
 
 
 class QueryHit(BaseModel):
@@ -335,6 +367,32 @@ class AddMessageRequest(_Request):
     metadata: dict[str, Any] | None = None
 
 
+class ChatMessage(_Request):
+    role: Literal["user", "assistant", "system", "tool"] = "user"
+    content: Annotated[str, Field(min_length=1, max_length=1_000_000)]
+    name: Name | None = Field(None, description="who spoke (a speaker, never the owner)")
+    timestamp: datetime | None = None
+    id: Name | None = Field(None, description="the message's own id (makes a retry exact)")
+
+
+class AddMessagesRequest(_Request):
+    session_id: Name = Field(description="the conversation: its thread and working session")
+    messages: Annotated[list[ChatMessage], Field(min_length=1, max_length=1000)]
+    timestamp: datetime | None = Field(None, description="when, for messages without one")
+    scope: Scope | None = None
+
+
+class AddReport(BaseModel):
+    agent_name: str
+    session_id: str
+    episode_ids: list[str]
+    duplicates: list[str]
+    skipped: list[dict[str, Any]]
+    extracted: list[str]
+    notes: list[str]
+    summary: str
+
+
 class Eviction(BaseModel):
     message: Message
     episode_id: str | None
@@ -374,11 +432,14 @@ class SemanticStats(BaseModel):
 class WorkingStats(BaseModel):
     sessions: int
     message_tokens: int
+    pin_tokens: int = Field(0, description="tokens of the sessions' pins")
 
 
 class EpisodicStats(BaseModel):
-    episodes: int
+    episodes: int = Field(description="active episodes (the ones recall and search read)")
     bytes: int
+    compressed: int = Field(0, description="episodes compressed by forgetting (restorable)")
+    archived: int = Field(0, description="episodes archived by forgetting (restorable)")
 
 
 class ProceduralStats(BaseModel):

@@ -57,10 +57,11 @@ def _error(status: int, body: bytes) -> OmoideError:
         data = json.loads(body)
     except ValueError:
         data = None
-    if status == 422 and isinstance(data, dict) and isinstance(data.get("detail"), list):
-        first = data["detail"][0] if data["detail"] else {}
+    if status == 422 and isinstance(data, dict) and isinstance(data.get("problems"), list):
+        first = data["problems"][0] if data["problems"] else {}
         loc = [str(p) for p in first.get("loc", []) if p not in ("body", "query", "path")]
-        return ValidationError(".".join(loc) or "request", str(first.get("msg", "invalid")))
+        field = data.get("field") or ".".join(loc) or "request"
+        return ValidationError(str(field), str(first.get("msg", "invalid")))
     detail = data.get("detail") if isinstance(data, dict) else None
     message = str(detail) if detail else body.decode("utf-8", "replace")[:500]
     name = data.get("error") if isinstance(data, dict) else None

@@ -107,6 +107,7 @@ class LayerOperations(OperationsBase):
         return [_json(e) for e in found]
 
     def get_episode(self, episode_id: str) -> dict[str, Any]:
+        episode_id = self._episode_id(episode_id)
         return _json(self.mem.episodic.get(episode_id, **self._reader))
 
     def list_episodes(
@@ -138,6 +139,7 @@ class LayerOperations(OperationsBase):
         importance: float | None = None,
         tags: Sequence[str] | None = None,
     ) -> dict[str, Any]:
+        episode_id = self._episode_id(episode_id)
         current = self.mem.episodic.get(episode_id, **self._reader)
         self._check_owner("episode", episode_id, current.agent_name)
         if tags is not None and not current.protected:
@@ -150,9 +152,41 @@ class LayerOperations(OperationsBase):
         return _json(updated)
 
     def delete_episode(self, episode_id: str) -> dict[str, Any]:
+        episode_id = self._episode_id(episode_id)
         current = self.mem.episodic.get(episode_id, **self._reader)
         self._check_owner("episode", episode_id, current.agent_name)
         return _json(self.mem.episodic.delete(episode_id))
+
+    def add(
+        self,
+        session_id: str,
+        messages: Sequence[Mapping[str, Any] | str],
+        *,
+        timestamp: datetime | str | None = None,
+        scope: str | Sequence[str] | None = None,
+    ) -> dict[str, Any]:
+        """:meth:`Memory.add` as the caller: the messages become the calling agent's episodes
+        (an agent named in a message is its speaker, never the owner)."""
+        writer = self._writer()
+        if isinstance(messages, str | Mapping):
+            messages = [messages]
+        self._check_backdate(timestamp, "timestamp")
+        for i, message in enumerate(messages if isinstance(messages, Sequence) else ()):
+            if isinstance(message, Mapping):
+                self._check_backdate(message.get("timestamp"), f"messages[{i}].timestamp")
+        report = self.mem.add(
+            messages, agent_name=writer, session_id=session_id, timestamp=timestamp, scope=scope
+        )
+        return {
+            "agent_name": report.agent_name,
+            "session_id": report.session_id,
+            "episode_ids": report.episode_ids,
+            "duplicates": list(report.duplicates),
+            "skipped": [{"position": p, "reason": why} for p, why in report.skipped],
+            "extracted": list(report.extracted),
+            "notes": list(report.notes),
+            "summary": report.summary(),
+        }
 
     # -- semantic ----------------------------------------------------------------------
 
@@ -231,6 +265,7 @@ class LayerOperations(OperationsBase):
         return [{**_json(h), "similarity": h.similarity} for h in hits]
 
     def get_document(self, collection: str, doc_id: str) -> dict[str, Any]:
+        doc_id = self._document_id(doc_id, collection)
         return _json(self.mem.semantic.get(collection, doc_id, **self._reader))
 
     def list_documents(
@@ -240,6 +275,7 @@ class LayerOperations(OperationsBase):
         return [_json(d) for d in docs]
 
     def delete_document(self, collection: str, doc_id: str) -> dict[str, Any]:
+        doc_id = self._document_id(doc_id, collection)
         with store_lock(self.mem):
             current = self.mem.semantic.get(collection, doc_id, **self._reader)
             self._check_owner("document", f"{collection}/{doc_id}", current.agent_name)

@@ -9,13 +9,18 @@ __all__ = ["LAYER_OPERATIONS", "SCOPE_HELP", "WHEN_HELP"]
 
 SCOPE_HELP = "global (default), private, or agent:NAME,team:NAME"
 WHEN_HELP = "ISO 8601 date-time"
-_EPISODE = {"episode_id": a(metavar="id")}
-_DOC = {"collection": a(), "doc_id": a(metavar="id")}
-_PAGE = {
-    "limit": a("", "--limit", minimum=1),
-    "offset": a("", "--offset"),
+_COLLECTION_HELP = "the collection (knowledge, code, decisions, feedback or one configured)"
+_PROCEDURE_HELP = "the procedure's name"
+_EPISODE = {"episode_id": a("the episode's id, or a unique prefix of it", metavar="id")}
+_DOC = {
+    "collection": a("the collection (knowledge, code, decisions, feedback or yours)"),
+    "doc_id": a("the document's id, or a unique prefix of it", metavar="id"),
 }
-_SESSION = {"session_id": a(metavar="session")}
+_PAGE = {
+    "limit": a("how many at most (default: 50)", "--limit", minimum=1),
+    "offset": a("skip this many first (default: 0)", "--offset"),
+}
+_SESSION = {"session_id": a("the working session", metavar="session")}
 
 LAYER_OPERATIONS: tuple[Operation, ...] = (
     Operation("whoami", "the agent this invocation acts as", {}, r("GET", "/whoami"), cli="whoami"),
@@ -67,6 +72,7 @@ LAYER_OPERATIONS: tuple[Operation, ...] = (
             "scores. For reference knowledge use search_knowledge instead.",
         ),
         cli="episodes search",
+        reads=True,
     ),
     Operation(
         "list_episodes",
@@ -79,6 +85,11 @@ LAYER_OPERATIONS: tuple[Operation, ...] = (
             **_PAGE,
         },
         r("GET", "/episodes"),
+        Tool(
+            "recent_episodes",
+            "List recent episodes, newest first, without a query.\n\nFilter by agent or event "
+            "type; returns the episodes with their ids (to update or delete your own).",
+        ),
         cli="episodes list",
     ),
     Operation(
@@ -98,6 +109,11 @@ LAYER_OPERATIONS: tuple[Operation, ...] = (
             "tags": a("replaces the tags (repeatable)", "--tag"),
         },
         r("PATCH", "/episodes/{episode_id}"),
+        Tool(
+            "update_episode",
+            "Update an episode you recorded: add its outcome later (how an error was fixed), "
+            "or change its importance or tags.\n\nOnly the agent that recorded it may.",
+        ),
         cli="episodes update",
     ),
     Operation(
@@ -105,7 +121,32 @@ LAYER_OPERATIONS: tuple[Operation, ...] = (
         "delete an episode (never-forget episodes are refused)",
         _EPISODE,
         r("DELETE", "/episodes/{episode_id}"),
+        Tool(
+            "delete_episode",
+            "Delete an episode you recorded (a mistake, a duplicate).\n\nOnly the agent that "
+            "recorded it may; never-forget episodes are refused.",
+        ),
         cli="episodes delete",
+    ),
+    Operation(
+        "add",
+        "hand over what was said: chat messages become episodes of the session's thread and "
+        "its working memory (idempotent; with an LLM, facts are extracted)",
+        {
+            "session_id": a("the conversation (its thread and working session)", "--session"),
+            "messages": a("message text (repeatable; none: JSON lines from standard input)"),
+            "timestamp": a("when it was said, ISO 8601 (default: now)", "--timestamp"),
+            "scope": a(SCOPE_HELP, "--scope"),
+        },
+        r("POST", "/messages"),
+        Tool(
+            "add_messages",
+            "Hand over the messages of a conversation; omoide keeps what matters.\n\nEach "
+            "message (role user, assistant, system or tool, and its content) becomes an "
+            "episode of the session's thread and enters your working memory; sending the same "
+            "messages again records nothing twice. Returns the ids and a one-line summary.",
+        ),
+        cli="add",
     ),
     Operation(
         "collections",
@@ -135,7 +176,7 @@ LAYER_OPERATIONS: tuple[Operation, ...] = (
         "query",
         "search a semantic collection by meaning",
         {
-            "collection": a(),
+            "collection": a(_COLLECTION_HELP),
             "query_text": a("the question, in any language", metavar="text"),
             "n_results": a("how many (default: 5)", "-n", "--n-results", minimum=1),
             "where": a("a ChromaDB metadata filter, as JSON", "--where"),
@@ -146,11 +187,12 @@ LAYER_OPERATIONS: tuple[Operation, ...] = (
             "Search stored knowledge by meaning; returns the closest passages with their ids.",
         ),
         cli="query",
+        reads=True,
     ),
     Operation(
         "list_documents",
         "list the documents of a collection, newest first",
-        {"collection": a(), **_PAGE},
+        {"collection": a(_COLLECTION_HELP), **_PAGE},
         r("GET", "/collections/{collection}/documents"),
         cli="documents list",
     ),
@@ -173,9 +215,9 @@ LAYER_OPERATIONS: tuple[Operation, ...] = (
         "register_procedure",
         "add a procedure",
         {
-            "name": a(),
+            "name": a(_PROCEDURE_HELP),
             "trigger": a("exact 'write_article', glob 'deploy:*', keyword '~記事', joined by '|'"),
-            "template": a(),
+            "template": a("the procedure's text (steps, a prompt)"),
             "description": a("what it is for", "--description"),
             "scope": a(SCOPE_HELP, "--scope"),
         },
@@ -185,14 +227,14 @@ LAYER_OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "get_procedure",
         "show a procedure at its current version",
-        {"name": a()},
+        {"name": a(_PROCEDURE_HELP)},
         r("GET", "/procedures/{name}"),
         cli="procedures show",
     ),
     Operation(
         "match_procedure",
         "the best procedure for a task",
-        {"task": a()},
+        {"task": a("the task at hand, e.g. deploy:production or 記事を書く")},
         r("POST", "/procedures/match"),
         Tool(
             "get_procedure",
@@ -201,12 +243,13 @@ LAYER_OPERATIONS: tuple[Operation, ...] = (
             "match if none applies. Report how it went with report_outcome.",
         ),
         cli="procedures match",
+        reads=True,
     ),
     Operation(
         "report_outcome",
         "report how following a procedure went",
         {
-            "name": a(),
+            "name": a(_PROCEDURE_HELP),
             "quality_score": a("0..10", metavar="quality"),
             "success": a("the task failed (default: it succeeded)", "--failed", negate=True),
         },
@@ -220,21 +263,25 @@ LAYER_OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "evolve_procedure",
         "make a new version of a procedure's template current",
-        {"name": a(), "template": a(), "trigger": a("a new trigger", "--trigger")},
+        {
+            "name": a(_PROCEDURE_HELP),
+            "template": a("the new version's text"),
+            "trigger": a("a new trigger", "--trigger"),
+        },
         r("POST", "/procedures/{name}/versions"),
         cli="procedures evolve",
     ),
     Operation(
         "procedure_history",
         "every version of a procedure with its figures",
-        {"name": a()},
+        {"name": a(_PROCEDURE_HELP)},
         r("GET", "/procedures/{name}/history"),
         cli="procedures history",
     ),
     Operation(
         "rollback_procedure",
         "make an earlier version current again",
-        {"name": a(), "version": a(minimum=1)},
+        {"name": a(_PROCEDURE_HELP), "version": a("the version to make current again", minimum=1)},
         r("POST", "/procedures/{name}/rollback"),
         cli="procedures rollback",
     ),
@@ -258,7 +305,12 @@ LAYER_OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "pin",
         "pin an instruction into an agent's working memory",
-        {**_SESSION, "key": a(), "content": a(), "reason": a("why it is pinned", "--reason")},
+        {
+            **_SESSION,
+            "key": a("a short name for the pin"),
+            "content": a("the instruction or fact to keep in view"),
+            "reason": a("why it is pinned", "--reason"),
+        },
         r("PUT", "/working/{session_id}/pins/{key}"),
         Tool(
             "pin",
@@ -271,7 +323,7 @@ LAYER_OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "unpin",
         "remove a pinned item",
-        {**_SESSION, "key": a()},
+        {**_SESSION, "key": a("the pin's name")},
         r("DELETE", "/working/{session_id}/pins/{key}"),
         cli="unpin",
     ),
@@ -307,7 +359,7 @@ LAYER_OPERATIONS: tuple[Operation, ...] = (
         "add_key",
         "mint an API key for an agent (shown once)",
         {
-            "agent_name": a(),
+            "agent_name": a("the agent the key acts as"),
             "admin": a("may export, import and manage keys", "--admin"),
             "label": a("what the key is for", "--label"),
         },
@@ -324,7 +376,7 @@ LAYER_OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "revoke_key",
         "revoke an API key",
-        {"key_id": a()},
+        {"key_id": a("the key's id (from keys list), not the key itself")},
         r("DELETE", "/keys/{key_id}"),
         cli="keys revoke",
     ),

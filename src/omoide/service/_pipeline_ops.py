@@ -22,10 +22,13 @@ from omoide.ingest.indexing import ProgressCallback
 from omoide.layers.semantic.cache import cache_id
 from omoide.pipelines.forgetting import ItemNote
 from omoide.pipelines.lifecycle import LAYERS
-from omoide.service.caller import OperationsBase, json_dict, store_lock, to_json
+from omoide.service.caller import OperationsBase, json_dict, plain_name, store_lock, to_json
 from omoide.service.protocol import AuditQuery
 
-__all__ = ["PipelineOperations"]
+__all__ = ["OPERATOR", "PipelineOperations"]
+
+#: Who the local operator recalls as when it names no agent.
+OPERATOR = "operator"
 
 
 class PipelineOperations(OperationsBase):
@@ -42,10 +45,12 @@ class PipelineOperations(OperationsBase):
         layers: Sequence[str] | None = None,
     ) -> dict[str, Any]:
         """The caller's budgeted context for ``query`` from every layer: the rendered text
-        (ready for a prompt) and the items with where each came from and why."""
+        (ready for a prompt) and the items with where each came from and why. A read needs
+        no author: the local operator without an agent recalls as :data:`OPERATOR` (the
+        global items and its own)."""
         ctx = self.mem.recall(
             query,
-            agent_name=self._writer(),
+            agent_name=self.caller.agent or OPERATOR,
             session_id=session_id,
             budget_tokens=budget_tokens,
             layers=layers,
@@ -125,24 +130,31 @@ class PipelineOperations(OperationsBase):
         return [_object(e) for e in entries]
 
     def restore(
-        self, item_id: str, *, layer: str | None = None, collection: str | None = None
+        self,
+        item_id: str,
+        *,
+        layer: str | None = None,
+        collection: str | None = None,
+        keep: bool = False,
     ) -> dict[str, Any]:
         """Bring an archived or compressed item back (an admin, or the item's owner).
 
         To an agent, only the items it owns exist here: anyone else's item, readable or not,
         answers exactly as an id that does not exist (no existence oracle)."""
+        item_id = self._item_id(item_id, layer, collection)
         if not self.caller.admin:
             layer, collection = self._own_restore_place(item_id, layer, collection)
-        found = self.mem.restore(item_id, layer=layer, collection=collection)
+        found = self.mem.lifecycle.restore(item_id, layer=layer, collection=collection, keep=keep)
         if found == "episodic":
             return {
                 "layer": found,
                 "collection": None,
                 "item": _object(self.mem.episodic.get(item_id)),
+                "kept": keep,
             }
         where = self.mem.semantic.registry.collections_of(item_id, collection or None)
         doc = self.mem.semantic.get(where[0], item_id)
-        return {"layer": found, "collection": where[0], "item": _object(doc)}
+        return {"layer": found, "collection": where[0], "item": _object(doc), "kept": keep}
 
     def purge(
         self, item_id: str, *, reason: str, layer: str = "episodic", collection: str = ""
@@ -150,10 +162,28 @@ class PipelineOperations(OperationsBase):
         """Remove an item for good, never-forget ones too (admin); the audit entry (with the
         item's snapshot) is returned."""
         self._require_admin("purging an item")
-        by = self.caller.agent or "operator"
+        item_id = self._item_id(item_id, layer, collection or None)
+        by = self.caller.agent or OPERATOR
         return _object(
             self.mem.purge(item_id, reason=reason, layer=layer, collection=collection, by=by)
         )
+
+    def _item_id(self, given: str, layer: str | None, collection: str | None) -> str:
+        """The whole id a unique prefix stands for, in the layer (or either) it names; an
+        id that some item has is itself."""
+        if not plain_name(given) or (collection is not None and not plain_name(collection, 1)):
+            return given  # the lifecycle names what is wrong
+        names = (layer,) if layer is not None else ("episodic", "semantic")
+        episodic = "episodic" in names and collection is None
+        semantic = "semantic" in names
+        registry = self.mem.semantic.registry
+        if (episodic and self.mem.episodic.rows.exists(given)) or (
+            semantic and registry.collections_of(given, collection)
+        ):
+            return given
+        if episodic and (found := self._episode_id(given)) != given:
+            return found
+        return self._document_id(given, collection, "id") if semantic else given
 
     def _own_restore_place(
         self, item_id: str, layer: str | None, collection: str | None

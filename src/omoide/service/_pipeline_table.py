@@ -34,6 +34,7 @@ PIPELINE_OPERATIONS: tuple[Operation, ...] = (
             "this tool when you do not know where an answer is stored.",
         ),
         cli="recall",
+        reads=True,
     ),
     Operation(
         "distill",
@@ -46,13 +47,10 @@ PIPELINE_OPERATIONS: tuple[Operation, ...] = (
         "apply the forgetting policies (never-forget items are kept; all is audited)",
         {"dry_run": a("only show what would be done", "--dry-run")},
         r("POST", "/forget"),
-        Tool(
-            "forget_dry_run",
-            "Preview what the forgetting policies would delete, archive or compress now.\n\n"
-            "Changes nothing. Lists, per policy, the items it would act on (only those you may "
-            "read) and why, and the ones it would leave alone (never-forget items are always "
-            "kept). Use it before asking an operator to run forgetting.",
-        ),
+        # No MCP tool: forgetting is the operator's job (an agent may not run it), so a
+        # preview gives an agent nothing to act on, and a tool named "forget" invites a model
+        # to call it to forget something. Agents delete their own episodes (delete_episode);
+        # the preview stays on REST and the CLI (open to every key, scoped to what it reads).
         cli="forget",
     ),
     Operation(
@@ -84,11 +82,13 @@ PIPELINE_OPERATIONS: tuple[Operation, ...] = (
     ),
     Operation(
         "restore",
-        "bring an archived or compressed episode or document back",
+        "bring an archived or compressed episode or document back (forgetting then leaves it "
+        "alone for forgetting.restore_exemption_days, 30; with --keep for good)",
         {
-            "item_id": a(wire="id"),
+            "item_id": a("the item's id, or a unique prefix of it", wire="id"),
             "layer": a("where the item is", "--layer", choices=_AUDITED),
             "collection": a("the document's collection", "--collection"),
+            "keep": a("also keep it against forgetting for good (audited)", "--keep"),
         },
         r("POST", "/restore"),
         cli="restore",
@@ -97,7 +97,7 @@ PIPELINE_OPERATIONS: tuple[Operation, ...] = (
         "purge",
         "remove an item for good, never-forget ones too (admin; audited with its snapshot)",
         {
-            "item_id": a(),
+            "item_id": a("the item's id, or a unique prefix of it"),
             "reason": a("why (kept in the audit log; not empty)", "--reason"),
             "layer": a("where the item is", "--layer", choices=_AUDITED),
             "collection": a("the document's collection", "--collection"),
@@ -130,8 +130,8 @@ PIPELINE_OPERATIONS: tuple[Operation, ...] = (
         "cache outside information (a page, an API answer) under a key, with an expiry",
         {
             "key": a(
-                "a URL or any key; caching it again replaces the entry",
-                metavar="KEY",
+                "a URL or any name; caching it again replaces the entry",
+                metavar="URL_OR_NAME",
                 dest="cache_key",
             ),
             "content": a("the text fetched"),

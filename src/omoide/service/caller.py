@@ -13,18 +13,30 @@ from __future__ import annotations
 import dataclasses
 import threading
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
 from omoide.core.scope import teams_of
-from omoide.core.validation import check_datetime
+from omoide.core.validation import check_datetime, check_name
 from omoide.errors import AlreadyExistsError, PermissionDeniedError, ValidationError
 from omoide.memory import Memory
 from omoide.service.keys import ApiKey
 
-__all__ = ["FUTURE_SKEW", "Caller", "OperationsBase", "json_dict", "store_lock", "to_json"]
+__all__ = [
+    "FUTURE_SKEW",
+    "MIN_PREFIX",
+    "Caller",
+    "OperationsBase",
+    "json_dict",
+    "plain_name",
+    "store_lock",
+    "to_json",
+]
+
+#: The shortest id prefix that stands for a whole id (as git takes a short commit id).
+MIN_PREFIX = 3
 
 #: How far after the clock an episode's timestamp may be (writers' clocks drift): a later
 #: one is refused, since a date in year 9999 would keep an episode's freshness at 1.0 forever.
@@ -110,6 +122,19 @@ def store_lock(mem: Memory) -> threading.Lock:
     same id in between)."""
     with _STORE_LOCKS_GUARD:
         return _STORE_LOCKS.setdefault(mem, threading.Lock())
+
+
+def plain_name(value: Any, minimum: int = MIN_PREFIX) -> bool:
+    """Whether ``value`` can be looked up as an id (or its prefix): a valid name of at least
+    ``minimum`` characters."""
+    if not isinstance(value, str) or len(value) < minimum:
+        return False
+    try:
+        check_name("id", value)
+        value.encode("utf-8")
+    except (ValidationError, UnicodeEncodeError):
+        return False
+    return True
 
 
 class OperationsBase:
@@ -216,6 +241,47 @@ class OperationsBase:
                     f"document id {doc_id!r} is taken in {collection!r}; choose another id"
                 )
             self._check_owner("document", f"{collection}/{doc_id}", held[0])
+
+    def _full_id(
+        self,
+        field: str,
+        given: str,
+        exists: Callable[[str], bool],
+        starting: Callable[[str], list[str]],
+    ) -> str:
+        """The id that ``given`` stands for: itself when an item has it (``exists``), else
+        the one id among the items the caller may read that starts with it (``starting``,
+        git-style). An ambiguous prefix is refused with the candidates; anything else is
+        returned unchanged, for the layer to answer (not found, bad name)."""
+        if not plain_name(given) or exists(given):
+            return given
+        ids = starting(given)
+        if len(ids) == 1:
+            return ids[0]
+        if ids:
+            shown = ", ".join(ids[:10]) + (", …" if len(ids) > 10 else "")
+            raise ValidationError(field, f"{given!r} is ambiguous; it starts: {shown}")
+        return given
+
+    def _episode_id(self, given: str) -> str:
+        rows = self.mem.episodic.rows
+        return self._full_id(
+            "episode_id",
+            given,
+            rows.exists,
+            lambda p: rows.ids_starting(p, self.caller.reader, self.caller.teams),
+        )
+
+    def _document_id(self, given: str, collection: str | None, field: str = "doc_id") -> str:
+        registry = self.mem.semantic.registry
+        if collection is not None and not plain_name(collection, 1):
+            return given
+        return self._full_id(
+            field,
+            given,
+            lambda i: bool(registry.collections_of(i, collection)),
+            lambda p: registry.ids_starting(p, collection, self.caller.reader, self.caller.teams),
+        )
 
     @staticmethod
     def _refuse_agent_field(fields: Mapping[str, Any], name: str) -> None:

@@ -23,7 +23,7 @@ whole-store ones.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from omoide.layers.working import session_usage
@@ -88,7 +88,7 @@ def layer_stats(mem: Memory, caller: Caller) -> dict[str, Any]:
     reader, teams = caller.reader, caller.teams
     agents: dict[str, dict[str, int]] = {}
 
-    def per_agent(usage: dict[str, tuple[int, int]], fields: tuple[str, str]) -> None:
+    def per_agent(usage: Mapping[str, tuple[int, ...]], fields: tuple[str, ...]) -> None:
         for agent, figures in usage.items():
             entry = agents.setdefault(agent, {})
             for name, value in zip(fields, figures, strict=True):
@@ -98,10 +98,12 @@ def layer_stats(mem: Memory, caller: Caller) -> dict[str, Any]:
     per_agent(mem.semantic.registry.usage(reader, teams), ("documents", "document_bytes"))
     per_agent(mem.procedural.usage(reader, teams), ("procedures", "procedure_bytes"))
     own = None if caller.read_all else caller.agent or ""
-    per_agent(session_usage(mem.db, own), ("sessions", "message_tokens"))
+    per_agent(session_usage(mem.db, own), ("sessions", "message_tokens", "pin_tokens"))
 
     def total(name: str) -> int:
         return sum(a.get(name, 0) for a in agents.values())
+
+    states = mem.episodic.rows.states(reader, teams)
 
     collections = {}
     caps = {c.name: c for c in mem.collection_stats()}
@@ -115,8 +117,17 @@ def layer_stats(mem: Memory, caller: Caller) -> dict[str, Any]:
         }
     out: dict[str, Any] = {
         "layers": {
-            "working": {"sessions": total("sessions"), "message_tokens": total("message_tokens")},
-            "episodic": {"episodes": total("episodes"), "bytes": total("episode_bytes")},
+            "working": {
+                "sessions": total("sessions"),
+                "message_tokens": total("message_tokens"),
+                "pin_tokens": total("pin_tokens"),
+            },
+            "episodic": {
+                "episodes": total("episodes"),
+                "bytes": total("episode_bytes"),
+                "compressed": states.get("compressed", 0),
+                "archived": states.get("archived", 0),
+            },
             "semantic": {
                 "documents": total("documents"),
                 "bytes": total("document_bytes"),

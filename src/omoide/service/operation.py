@@ -93,6 +93,13 @@ class Operation:
     rest: tuple[Route, ...] = ()
     mcp: Tool | None = None
     cli: str | None = None
+    #: Only reads though its route is a POST (a search with a body); GET routes only read.
+    reads: bool = False
+
+    @property
+    def read_only(self) -> bool:
+        """Whether the operation only reads (the CLI then needs an existing data directory)."""
+        return self.reads or (bool(self.rest) and self.rest[0].method == "GET")
 
     def arguments(self) -> list[Argument]:
         """The arguments in the protocol's order; a dataclass parameter stands for its fields."""

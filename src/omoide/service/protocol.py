@@ -94,6 +94,15 @@ class Operations(Protocol):
 
     def delete_episode(self, episode_id: str) -> Record: ...
 
+    def add(
+        self,
+        session_id: str,
+        messages: Sequence[Mapping[str, Any] | str],
+        *,
+        timestamp: Instant | None = None,
+        scope: ScopeArg | None = None,
+    ) -> Record: ...
+
     # -- semantic ----------------------------------------------------------------------
 
     def collections(self) -> Records: ...
@@ -222,7 +231,12 @@ class Operations(Protocol):
     def audit(self, query: AuditQuery | None = None) -> Records: ...
 
     def restore(
-        self, item_id: str, *, layer: str | None = None, collection: str | None = None
+        self,
+        item_id: str,
+        *,
+        layer: str | None = None,
+        collection: str | None = None,
+        keep: bool = False,
     ) -> Record: ...
 
     def purge(

@@ -42,6 +42,7 @@ class RemoteOperations(HttpOperations):
     list_episodes = remote_call(Operations.list_episodes)
     update_episode = remote_call(Operations.update_episode)
     delete_episode = remote_call(Operations.delete_episode)
+    add = remote_call(Operations.add)
 
     # -- semantic ----------------------------------------------------------------------
 

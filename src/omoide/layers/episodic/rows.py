@@ -256,6 +256,28 @@ class EpisodicRows:
         )
         return {str(r[0] or ""): (int(r[1] or 0), int(r[2] or 0)) for r in rows}
 
+    def states(self, reader: str | None = None, reader_teams: Iterable[str] = ()) -> dict[str, int]:
+        """How many episodes ``reader`` may see are in each state (active, compressed, ...)."""
+        pred, params = reader_predicate(reader, reader_teams)
+        rows = self._db.query(
+            f"SELECT state, COUNT(*) FROM episodes WHERE {pred} GROUP BY state", params
+        )
+        return {str(r[0]): int(r[1]) for r in rows}
+
+    def ids_starting(
+        self, prefix: str, reader: str | None, reader_teams: Iterable[str], limit: int = 11
+    ) -> list[str]:
+        """The ids starting with ``prefix`` of the episodes ``reader`` may see, any state
+        (a range of the primary key), for a short id standing for a whole one."""
+        pred, params = reader_predicate(reader, reader_teams)
+        return [
+            str(r[0])
+            for r in self._db.query(
+                f"SELECT id FROM episodes WHERE id >= ? AND id < ? AND {pred} ORDER BY id LIMIT ?",
+                (prefix, prefix + "\U0010ffff", *params, limit),
+            )
+        ]
+
     # -- episodes ---------------------------------------------------------------------
 
     def fetch(self, where: str, params: Sequence[Any]) -> list[Episode]:

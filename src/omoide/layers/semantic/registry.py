@@ -176,6 +176,17 @@ class DocumentRegistry:
         )
         return {str(r[0] or ""): (int(r[1] or 0), int(r[2] or 0)) for r in rows}
 
+    def ids_starting(
+        self, prefix: str, collection: str | None, reader: str | None, teams: Iterable[str]
+    ) -> list[str]:
+        """Up to 11 ids starting with ``prefix`` of documents ``reader`` may see (a short id)."""
+        pred, params = reader_predicate(reader, teams)
+        where, args = ("", []) if collection is None else (" AND collection=?", [collection])
+        sql = f"SELECT DISTINCT id FROM semantic_docs WHERE id >= ? AND id < ?{where} AND {pred}"
+        end = prefix + "\U0010ffff"
+        rows = self._db.query(sql + " ORDER BY id LIMIT 11", (prefix, end, *args, *params))
+        return [str(r[0]) for r in rows]
+
     def exists(self, collection: str, doc_id: str) -> bool:
         return self.row(self._db, collection, doc_id) is not None
 
