@@ -378,3 +378,24 @@ def test_the_clients_have_the_surface_of_the_library() -> None:
             mine = list(inspect.signature(ours).parameters)
             assert [p for p in theirs if p in mine] == mine, (client.__name__, name)
     assert AsyncClient is aio.AsyncClient
+
+
+def test_add_gives_the_same_report(local: Memory, cto: Client) -> None:
+    marker = _marker()
+    session = f"chat-{marker}"
+    messages = [
+        {"role": "user", "content": f"We decided to move the {marker} standup to Wednesday."},
+        {"role": "assistant", "content": "Noted."},
+        {"role": "user", "content": "   "},
+    ]
+    reports = []
+    for mem in (local, cto):
+        report = mem.add(messages, agent_name="cto", session_id=session)
+        again = mem.add(messages, agent_name="cto", session_id=session)
+        assert len(report.recorded) == 2 and report.skipped == [(2, "empty message")]
+        assert again.recorded == [] and sorted(again.duplicates) == sorted(report.episode_ids)
+        assert report.recorded[0].context["thread"] == session
+        reports.append((report.recorded, report.skipped, report.summary()))
+    assert_equal(*reports)
+    with pytest.raises(PermissionDeniedError):
+        cto.add("hello", agent_name="ceo", session_id=session)

@@ -736,3 +736,14 @@ def test_episodes_are_ranked_by_the_share_of_the_questions_words_their_key_holds
 
     pottery = {c.episode.id: c for c in mem.episodic.candidates("pottery class")}
     assert coverage(content_terms("pottery class"), pottery["t1"].key) == 1.0
+
+
+def test_a_recall_without_an_agent_is_the_operator_reading_every_scope(mem: Memory) -> None:
+    secret = mem.episodic.record(
+        "cto", "decision", "The vendor contract renews in March", scope="private"
+    )
+    operator = mem.recall("When does the vendor contract renew?", agent_name=None)
+    assert operator.agent_name == "operator"
+    assert secret.id in operator.ids("episodic")
+    ceo = mem.recall("When does the vendor contract renew?", agent_name="ceo")
+    assert secret.id not in ceo.ids("episodic")

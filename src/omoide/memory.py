@@ -362,7 +362,7 @@ class Memory:
         self,
         query: str,
         *,
-        agent_name: str,
+        agent_name: str | None,
         session_id: str | None = None,
         budget_tokens: int | None = None,
         layers: Sequence[str] | None = None,
@@ -372,7 +372,8 @@ class Memory:
         them, ranked and packed into ``budget_tokens`` (default ``router.default_budget_tokens``,
         2,000). ``session_id`` adds that session's pins and recent messages; ``layers``
         restricts the layers consulted; ``now`` replaces the clock's time (for time
-        expressions and freshness). Only what the agent's scope allows is read. See
+        expressions and freshness). Only what the agent's scope allows is read; ``agent_name=None``
+        is the operator, who reads every scope. See
         :mod:`omoide.recall.router`.
         """
         self._check_open()

@@ -24,6 +24,7 @@ from omoide.client.transport import DEFAULT_TIMEOUT, AsyncTransport, server_addr
 from omoide.core.models import Episode, Procedure, ProcedureVersion, QueryHit
 from omoide.core.models import SemanticDocument as Document
 from omoide.errors import AlreadyExistsError, NotFoundError, ValidationError
+from omoide.ingest.conversation import AddReport
 from omoide.ingest.reports import IndexReport
 from omoide.pipelines.distill import DistillReport
 from omoide.pipelines.forgetting import ForgetReport
@@ -112,6 +113,20 @@ class AsyncClient:
         calls.check_agent(await self._agent(), agent_name)
         calls.unsupported("now", now)
         return await self._run(calls.recall(query, session_id, budget_tokens, layers))
+
+    async def add(
+        self,
+        messages: Any,
+        *,
+        agent_name: str,
+        session_id: str,
+        timestamp: datetime | str | None = None,
+        scope: str | Sequence[str] | None = None,
+    ) -> AddReport:
+        """A conversation's messages as episodes and working memory, as :meth:`Memory.add`
+        (``POST /v1/messages``; the server's LLM, if it has one, extracts from them)."""
+        calls.check_agent(await self._agent(), agent_name)
+        return await self._run(calls.add(session_id, messages, timestamp, scope))
 
     async def distill(self, batch_size: int | None = None) -> DistillReport:
         """Run distillation now (admin keys)."""

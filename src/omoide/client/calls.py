@@ -21,6 +21,7 @@ from omoide.client.decode import decode, decode_context, decode_eviction
 from omoide.core.models import Episode, Pin, Procedure, ProcedureVersion, QueryHit
 from omoide.core.models import SemanticDocument as Document
 from omoide.errors import NotFoundError, OmoideError, PermissionDeniedError, ValidationError
+from omoide.ingest.conversation import AddReport
 from omoide.ingest.reports import IndexReport
 from omoide.layers.working import Eviction
 from omoide.pipelines.distill import DistillReport
@@ -382,6 +383,31 @@ def recall(
         "layers": None if layers is None else list(layers),
     }
     return Call("POST", "/v1/recall", decode_context, plain(body))
+
+
+def _add_report(data: Any) -> AddReport:
+    return AddReport(
+        agent_name=str(data["agent_name"]),
+        session_id=str(data["session_id"]),
+        recorded=[decode(Episode, e) for e in data["recorded"]],
+        duplicates=[str(i) for i in data["duplicates"]],
+        skipped=[(int(s["position"]), str(s["reason"])) for s in data["skipped"]],
+        extracted=[str(i) for i in data["extracted"]],
+        notes=[str(n) for n in data["notes"]],
+    )
+
+
+def add(
+    session_id: str,
+    messages: Any,
+    timestamp: datetime | str | None,
+    scope: str | Sequence[str] | None,
+) -> Call[AddReport]:
+    if isinstance(messages, str | Mapping):
+        messages = [messages]
+    turns = [{"role": "user", "content": m} if isinstance(m, str) else m for m in messages]
+    body = {"session_id": session_id, "messages": turns, "timestamp": timestamp, "scope": scope}
+    return Call("POST", "/v1/messages", _add_report, plain(body))
 
 
 def distill() -> Call[DistillReport]:

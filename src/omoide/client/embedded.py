@@ -27,6 +27,7 @@ from typing import Any, ParamSpec, TypeVar
 from omoide.core.models import Episode, Message, Pin, Procedure, ProcedureVersion, QueryHit
 from omoide.core.models import SemanticDocument as Document
 from omoide.errors import ValidationError
+from omoide.ingest.conversation import AddReport
 from omoide.ingest.reports import IndexReport
 from omoide.layers.episodic.store import EpisodicStore
 from omoide.layers.procedural import ProceduralMemory
@@ -120,6 +121,24 @@ class AsyncMemory:
             budget_tokens=budget_tokens,
             layers=layers,
             now=now,
+        )
+
+    async def add(
+        self,
+        messages: Any,
+        *,
+        agent_name: str,
+        session_id: str,
+        timestamp: datetime | str | None = None,
+        scope: str | Sequence[str] | None = None,
+    ) -> AddReport:
+        return await self._pool.run(
+            self.memory.add,
+            messages,
+            agent_name=agent_name,
+            session_id=session_id,
+            timestamp=timestamp,
+            scope=scope,
         )
 
     async def distill(self, batch_size: int | None = None) -> DistillReport:

@@ -23,8 +23,9 @@ for cues in English and Japanese — a decision (+0.15), an error or failure (+0
 feedback from the user (+0.15), an explicit "remember this" / 「覚えておいて」 (+0.2) — capped at
 1. The gains are a mild prior, not a verdict: a turn with a cue rises above chatter (and past
 the 0.5 that keeps it from ``stale_episodes`` when two cues meet), but it cannot outrank a turn
-that answers the question better. A system message is kept at the base. An LLM, when configured, extracts facts besides (see
-:mod:`omoide.pipelines.extraction`); offline, nothing is extracted and nothing is pinned.
+that answers the question better. A system message is kept at the base. An LLM, when
+configured, extracts facts besides (see :mod:`omoide.pipelines.extraction`); offline, nothing
+is extracted and nothing is pinned.
 """
 
 from __future__ import annotations

@@ -70,7 +70,7 @@ def gather_documents(
     collection: str,
     query: str,
     *,
-    reader: str,
+    reader: str | None,
     reader_teams: frozenset[str],
     rare_limit: int,
 ) -> DocumentCandidates:
@@ -117,7 +117,7 @@ class _Asking:
         semantic: SemanticStore,
         collection: str,
         query: str,
-        reader: str,
+        reader: str | None,
         reader_teams: frozenset[str],
     ) -> None:
         self._semantic = semantic

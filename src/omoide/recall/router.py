@@ -85,6 +85,8 @@ from omoide.text.identifiers import identifiers, names_another
 
 __all__ = ["LAYERS", "Context", "ContextItem", "Route", "Router", "route"]
 
+#: Who a recall without an agent is, in its header and the recall log: the operator.
+OPERATOR = "operator"
 #: Longest query accepted (characters).
 MAX_QUERY_CHARS = 10_000
 # -- the router -------------------------------------------------------------------------
@@ -101,7 +103,7 @@ class Router:
         self,
         query: str,
         *,
-        agent_name: str,
+        agent_name: str | None,
         session_id: str | None = None,
         budget_tokens: int | None = None,
         layers: Sequence[str] | None = None,
@@ -113,7 +115,9 @@ class Router:
         mem = self._mem
         config = mem.config.router
         query = check_text("query", query, max_chars=MAX_QUERY_CHARS)
-        agent = check_name("agent_name", agent_name)
+        # No agent: the operator, who reads every scope (and has no session of its own).
+        reader = None if agent_name is None else check_name("agent_name", agent_name)
+        agent = reader or OPERATOR
         session = None if session_id is None else check_name("session_id", session_id)
         budget = check_positive_int(
             "budget_tokens",
@@ -122,18 +126,18 @@ class Router:
         )
         chosen = _check_layers(layers)
         when = mem.clock.now() if now is None else check_datetime("now", now)
-        teams = teams_of(agent, mem.config.teams)
+        teams = teams_of(reader, mem.config.teams) if reader else frozenset()
         plan = route(query, when)
 
         candidates: list[ContextItem] = []
-        if "working" in chosen and session is not None:
-            candidates += self._working(agent, session, when, plan)
+        if "working" in chosen and session is not None and reader is not None:
+            candidates += self._working(reader, session, when, plan)
         if "episodic" in chosen:
-            candidates += self._episodic(query, agent, teams, when, plan)
+            candidates += self._episodic(query, reader, teams, when, plan)
         if "semantic" in chosen:
-            candidates += self._semantic(query, agent, teams, plan)
+            candidates += self._semantic(query, reader, teams, plan)
         if "procedural" in chosen:
-            candidates += self._procedural(query, agent, teams, plan)
+            candidates += self._procedural(query, reader, teams, plan)
 
         items, rendered, used = pack(
             query, agent, dedupe(candidates), budget, self._mem.token_counter
@@ -204,7 +208,7 @@ class Router:
         return items
 
     def _episodic(
-        self, query: str, agent: str, teams: frozenset[str], now: datetime, plan: Route
+        self, query: str, agent: str | None, teams: frozenset[str], now: datetime, plan: Route
     ) -> list[ContextItem]:
         """Episodes as context items with their score and why. Long because each signal of the
         documented score (text, meaning, priors, author, time range) adds to the same item in turn.
@@ -283,7 +287,7 @@ class Router:
         return items
 
     def _semantic(
-        self, query: str, agent: str, teams: frozenset[str], plan: Route
+        self, query: str, agent: str | None, teams: frozenset[str], plan: Route
     ) -> list[ContextItem]:
         """Documents as context items with their score and why. Long because each documented signal
         (words, meaning, versions, identifiers, importance, author, provenance) adjusts the same hit
@@ -366,7 +370,7 @@ class Router:
         return items
 
     def _procedural(
-        self, query: str, agent: str, teams: frozenset[str], plan: Route
+        self, query: str, agent: str | None, teams: frozenset[str], plan: Route
     ) -> list[ContextItem]:
         mem = self._mem
         procedures = mem.procedural.procedures(reader=agent, reader_teams=teams)

@@ -385,6 +385,7 @@ class AddMessagesRequest(_Request):
 class AddReport(BaseModel):
     agent_name: str
     session_id: str
+    recorded: list[Episode]
     episode_ids: list[str]
     duplicates: list[str]
     skipped: list[dict[str, Any]]

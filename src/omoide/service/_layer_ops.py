@@ -180,6 +180,7 @@ class LayerOperations(OperationsBase):
         return {
             "agent_name": report.agent_name,
             "session_id": report.session_id,
+            "recorded": [json_dict(e) for e in report.recorded],
             "episode_ids": report.episode_ids,
             "duplicates": list(report.duplicates),
             "skipped": [{"position": p, "reason": why} for p, why in report.skipped],

@@ -46,11 +46,11 @@ class PipelineOperations(OperationsBase):
     ) -> dict[str, Any]:
         """The caller's budgeted context for ``query`` from every layer: the rendered text
         (ready for a prompt) and the items with where each came from and why. A read needs
-        no author: the local operator without an agent recalls as :data:`OPERATOR` (the
-        global items and its own)."""
+        no author: a caller that reads every scope (the local operator, an admin key) recalls
+        from every scope, as the operator; an agent from what its scopes allow."""
         ctx = self.mem.recall(
             query,
-            agent_name=self.caller.agent or OPERATOR,
+            agent_name=None if self.caller.read_all else self.caller.agent,
             session_id=session_id,
             budget_tokens=budget_tokens,
             layers=layers,
