@@ -211,3 +211,15 @@ def test_code_hits_show_path_line_and_symbol() -> None:
     show_hits(Output(stream=stream), [hit])
     assert "retention.py:98 Retention.delete_expired" in stream.getvalue()
     assert "file-20700aa2" not in stream.getvalue()
+
+
+def test_an_empty_run_says_why(omoide: Run, tmp_path: Path) -> None:
+    """On a fresh store, distill and forget say why nothing happened."""
+    data = str(tmp_path / "fresh")
+    omoide("--path", data, "init")
+    omoide("--path", data, "record", "--agent", "cto", "decision", "Use PostgreSQL")
+    out, _ = omoide("--path", data, "distill")
+    assert "0 candidates" in out and "freshness" in out and "days" in out
+    out, _ = omoide("--path", data, "forget", "--dry-run")
+    assert "would act on 0 items" in out
+    assert any(line.startswith("  ") and len(line) > 20 for line in out.splitlines()[-2:])

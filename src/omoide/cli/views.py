@@ -322,6 +322,8 @@ def show_distill(out: Output, report: dict[str, Any]) -> None:
     )
     for doc_id in report["knowledge_written"]:
         out.line(f"  + {doc_id}")
+    if report.get("reason"):
+        out.line(f"  {report['reason']}")
 
 
 def show_forget(out: Output, report: dict[str, Any]) -> None:
@@ -343,6 +345,8 @@ def show_forget(out: Output, report: dict[str, Any]) -> None:
     out.table(rows, cols, numeric=("candidates", "acted", "kept", "failed"), title="Policies")
     verb = "would act on" if report["dry_run"] else "acted on"
     out.line(f"forgetting {verb} {report['acted']} items (run {report['run_id']})")
+    if report.get("reason"):
+        out.line(f"  {report['reason']}")
 
 
 def show_retention(out: Output, report: dict[str, Any]) -> None:

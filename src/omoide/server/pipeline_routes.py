@@ -92,6 +92,7 @@ class ForgetReport(BaseModel):
     policies: list[PolicyReport]
     seconds: float
     acted: int
+    reason: str = ""
 
 
 class DistillReport(BaseModel):
@@ -99,11 +100,14 @@ class DistillReport(BaseModel):
     clusters: int
     knowledge_written: list[str]
     knowledge_existing: list[str]
+    knowledge_updated: list[str] = []
     episodes_marked: int
     unclustered: int
     skipped: list[dict[str, Any]]
     seconds: float
     complete: bool
+    low_importance: int = 0
+    reason: str = ""
 
 
 class RetentionReport(BaseModel):
