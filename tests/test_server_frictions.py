@@ -26,6 +26,10 @@ def test_docs_pages_are_served_without_a_cdn(live_server: LiveServer) -> None:
             answer = anyone.get(page)
             assert answer.status_code == 200 and "text/html" in answer.headers["content-type"]
             assert "cdn." not in answer.text and "/openapi.json" in answer.text
+        assert "swagger-ui-bundle.js" in anyone.get("/docs").text  # the interactive page
+        assert "redoc.standalone.js" in anyone.get("/redoc").text
+        for asset in ("swagger-ui-bundle.js", "swagger-ui.css", "redoc.standalone.js"):
+            assert anyone.get(f"/docs-assets/{asset}").status_code == 200, asset
 
 
 def test_collections_query_takes_query_like_episode_search(live_server: LiveServer) -> None:

@@ -1,10 +1,10 @@
 """What the REST server shows about itself: its docs pages and its log.
 
 ``/docs`` and ``/redoc`` describe the API without reaching the internet: FastAPI's own pages
-load Swagger UI and ReDoc from a CDN, so when the ``swagger-ui-bundle`` package is installed
-its assets are served from this process; otherwise both pages are a small HTML page of
-their own, listing every route with its summary and linking ``/openapi.json`` (the full
-description, for any OpenAPI viewer).
+load Swagger UI and ReDoc from a CDN, so their assets come from the ``fastapi-offline``
+package (a dependency of the ``server`` extra) and are served from this process; where it is
+missing, both pages are a small HTML page of their own, listing every route with its summary
+and linking ``/openapi.json`` (the full description, for any OpenAPI viewer).
 
 :class:`RequestLog` writes one line per request at INFO on the ``omoide.server`` logger
 (method, path, status, milliseconds, agent); :data:`LOG_CONFIG` gives uvicorn's loggers and
@@ -16,6 +16,7 @@ from __future__ import annotations
 import html
 import logging
 import time
+from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI
@@ -88,30 +89,50 @@ class RequestLog:
             )
 
 
-def install_docs(app: FastAPI) -> None:
-    """``/docs`` and ``/redoc``, served without a CDN (see the module's docstring)."""
+def _assets() -> Path | None:
+    """A local folder holding Swagger UI's and ReDoc's files, if a package ships them."""
     try:
-        import swagger_ui_bundle  # type: ignore[import-not-found]
+        import fastapi_offline
     except ImportError:
-        swagger_ui_bundle = None
-    if swagger_ui_bundle is not None:
-        from fastapi.openapi.docs import get_swagger_ui_html
-        from fastapi.staticfiles import StaticFiles
+        return None
+    folder = Path(fastapi_offline.__file__).parent / "static"
+    needed = ("swagger-ui-bundle.js", "swagger-ui.css", "redoc.standalone.js")
+    return folder if all((folder / name).exists() for name in needed) else None
 
-        app.mount("/docs-assets", StaticFiles(directory=swagger_ui_bundle.swagger_ui_path))
 
-        @app.get("/docs", include_in_schema=False)
-        def swagger() -> HTMLResponse:
-            return get_swagger_ui_html(
-                openapi_url="/openapi.json",
-                title=f"{app.title} — API",
-                swagger_js_url="/docs-assets/swagger-ui-bundle.js",
-                swagger_css_url="/docs-assets/swagger-ui.css",
-                swagger_favicon_url="/docs-assets/favicon-32x32.png",
-            )
-    else:
+def install_docs(app: FastAPI) -> None:
+    """``/docs`` (Swagger UI) and ``/redoc`` (ReDoc), their assets served by this process
+    (see the module's docstring); without them, an offline overview of the routes."""
+    folder = _assets()
+    if folder is None:
         app.add_api_route("/docs", lambda: _overview(app), include_in_schema=False)
-    app.add_api_route("/redoc", lambda: _overview(app), include_in_schema=False)
+        app.add_api_route("/redoc", lambda: _overview(app), include_in_schema=False)
+        return
+    from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
+    from fastapi.staticfiles import StaticFiles
+
+    app.mount("/docs-assets", StaticFiles(directory=folder), name="docs-assets")
+    title = f"{app.title} — API"
+
+    @app.get("/docs", include_in_schema=False)
+    def swagger() -> HTMLResponse:
+        return get_swagger_ui_html(
+            openapi_url="/openapi.json",
+            title=title,
+            swagger_js_url="/docs-assets/swagger-ui-bundle.js",
+            swagger_css_url="/docs-assets/swagger-ui.css",
+            swagger_favicon_url="/docs-assets/favicon.png",
+        )
+
+    @app.get("/redoc", include_in_schema=False)
+    def redoc() -> HTMLResponse:
+        return get_redoc_html(
+            openapi_url="/openapi.json",
+            title=title,
+            redoc_js_url="/docs-assets/redoc.standalone.js",
+            redoc_favicon_url="/docs-assets/favicon.png",
+            with_google_fonts=False,
+        )
 
 
 def _overview(app: FastAPI) -> HTMLResponse:
@@ -131,7 +152,7 @@ def _overview(app: FastAPI) -> HTMLResponse:
         "<p>The full description is <a href='/openapi.json'>/openapi.json</a> (OpenAPI 3; "
         "open it in any OpenAPI viewer). Every <code>/v1</code> route needs "
         "<code>Authorization: Bearer &lt;key&gt;</code>. This page is served offline; "
-        "install <code>swagger-ui-bundle</code> for the interactive Swagger UI here.</p>"
+        "install <code>fastapi-offline</code> for the interactive Swagger UI here.</p>"
         "<table border='1' cellpadding='4'><tr><th>method</th><th>path</th><th>summary</th>"
         f"</tr>{''.join(rows)}</table></body></html>"
     )
