@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -174,3 +175,21 @@ def test_the_server_says_when_it_stops(mem: Memory, caplog: pytest.LogCaptureFix
     messages = [r.getMessage() for r in caplog.records if r.name == "omoide.server"]
     assert any(m.startswith("GET /healthz 200") for m in messages)
     assert any("server stopped" in m for m in messages)
+
+
+def test_start_lines_have_the_logs_format(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The lines ``omoide serve`` prints before uvicorn starts carry the log's ISO time."""
+    import re
+
+    from omoide.cli.commands import _say, _warn_about_keys
+
+    with Memory(tmp_path / "m") as memory:
+        _warn_about_keys(memory, "0.0.0.0")
+        _say(memory, "INFO", "serving")
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 3
+    iso = r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4} (INFO|WARNING) omoide\.server: "
+    assert all(re.match(iso, line) for line in lines), lines
+    assert "no API keys yet" in lines[0] and "reachable beyond this machine" in lines[1]

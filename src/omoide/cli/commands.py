@@ -169,9 +169,11 @@ def _serve(args: argparse.Namespace, out: Output) -> int:
         ) from None
     with Memory(env(args, "path", "OMOIDE_HOME")) as mem:
         _warn_about_keys(mem, args.host)
-        sys.stderr.write(
-            f"omoide: serving {mem.path} on http://{args.host}:{args.port} "
-            f"(REST /v1{'' if args.no_mcp else ', MCP /mcp'}); Ctrl+C stops\n"
+        _say(
+            mem,
+            "INFO",
+            f"serving {mem.path} on http://{args.host}:{args.port} "
+            f"(REST /v1{'' if args.no_mcp else ', MCP /mcp'}); Ctrl+C stops",
         )
         serve(
             mem,
@@ -185,16 +187,24 @@ def _serve(args: argparse.Namespace, out: Output) -> int:
     return 0
 
 
+def _say(mem: Any, level: str, text: str) -> None:
+    """A line of the server's start, in the format of its log (ISO 8601 time, level, logger)."""
+    stamp = mem.clock.now().astimezone().strftime("%Y-%m-%dT%H:%M:%S%z")
+    sys.stderr.write(f"{stamp} {level} omoide.server: {text}\n")
+
+
 def _warn_about_keys(mem: Any, host: str) -> None:
     from omoide.service.keys import KeyStore
 
     if not KeyStore(mem.db, clock=mem.clock).list_keys():
-        sys.stderr.write(
-            "omoide: no API keys yet, so every request will be refused: stop the server and "
-            "run `omoide keys add AGENT --admin`\n"
+        _say(
+            mem,
+            "WARNING",
+            "no API keys yet, so every request will be refused: stop the server and "
+            "run `omoide keys add AGENT --admin`",
         )
     if host not in ("127.0.0.1", "localhost", "::1"):
-        sys.stderr.write(f"omoide: listening on {host}: reachable beyond this machine\n")
+        _say(mem, "WARNING", f"listening on {host}: reachable beyond this machine")
 
 
 def _mcp(args: argparse.Namespace, out: Output) -> int:
