@@ -297,3 +297,16 @@ def test_the_configuration_turns_it_off(tmp_path: Path) -> None:
     toml = tmp_path / "omoide.toml"
     toml.write_text("[server]\ndashboard = false\n", encoding="utf-8")
     assert Config.from_toml(toml).server.dashboard is False
+
+
+def test_an_extracted_document_links_the_episodes_it_came_from(site: Site) -> None:
+    episode = site.ids["episode"]
+    doc = site.mem.semantic.store(
+        "knowledge",
+        ["The price starts at ¥500."],
+        [{"subject": "pricing", "source": "extraction", "episode_ids": episode}],
+        agent_name="ceo",
+    )[0]
+    page = site.signed_in("ceo").get(f"/ui/knowledge/knowledge/{doc}").text
+    assert "extracted from 1 episodes" in page
+    assert f"/ui/episodes/{episode}" in page

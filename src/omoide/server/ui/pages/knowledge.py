@@ -63,13 +63,18 @@ def _doc_badges(d: dict[str, Any]) -> Safe:
 def _source(view: View, d: dict[str, Any]) -> Safe:
     meta = d.get("metadata") or {}
     parts: list[Any] = []
-    if meta.get("source") == "distillation":
-        ids = [i for i in str(meta.get("source_episodes", "")).split(",") if i]
-        parts.append(el("span", f"distilled from {len(ids)} episodes: "))
+    origins = {
+        "distillation": ("source_episodes", "distilled"),
+        "extraction": ("episode_ids", "extracted"),
+    }
+    origin = origins.get(str(meta.get("source")))
+    if origin is not None:  # made from episodes: link them
+        ids = [i for i in str(meta.get(origin[0], "")).split(",") if i]
+        parts.append(el("span", f"{origin[1]} from {len(ids)} episodes: "))
         parts.append(join([link(i[:14], url("/ui/episodes", i)) for i in ids[:20]], ", "))
     for key in ("url", "path", "source", "file"):
         value = meta.get(key)
-        if isinstance(value, str) and value and not (key == "source" and value == "distillation"):
+        if isinstance(value, str) and value and not (key == "source" and value in origins):
             parts.append(el("div", el("span", f"{key}: ", class_="muted"), el("code", value)))
     return join(parts) if parts else Safe("—")
 
