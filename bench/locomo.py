@@ -312,6 +312,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="path to locomo10.json")
     parser.add_argument("--conversations", type=int, default=None, help="only the first N")
+    parser.add_argument(
+        "--split",
+        choices=("all", "tune", "report"),
+        default="all",
+        help="tune: conversations 1-5 (settings are chosen on them); report: 6-10 (not tuned on)",
+    )
     parser.add_argument("--ablations", action="store_true", help="also score the ablations")
     parser.add_argument("--no-write", action="store_true", help="do not update RESULTS.md")
     parser.add_argument("--results", type=Path, default=RESULTS)
@@ -323,7 +329,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ImportError:
         parser.error("the BM25 baseline needs rank-bm25: pip install -e '.[bench]'")
 
-    conversations = load(args.data)[: args.conversations]
+    conversations = load(args.data)
+    conversations = {"all": conversations, "tune": conversations[:5], "report": conversations[5:]}[
+        args.split
+    ][: args.conversations]
     default = RouterConfig()
     variants = {"Memory.recall (router, defaults)": default}
     if args.ablations:

@@ -41,7 +41,7 @@ from omoide.core.config import IngestConfig
 from omoide.core.ids import keyed_digest
 from omoide.core.models import Episode
 from omoide.core.validation import check_datetime, check_name
-from omoide.errors import NotFoundError, TokenBudgetError, ValidationError
+from omoide.errors import TokenBudgetError, ValidationError
 from omoide.layers.episodic.store import EpisodicStore
 from omoide.layers.working import WorkingMemory
 from omoide.pipelines.extraction import Extraction
@@ -291,7 +291,7 @@ class ConversationIngest:
                 item["scope"] = scope
             items.append(item)
             ids.append(episode_id)
-        existing = {e.id for e in self._existing(ids, agent)}
+        existing = self._episodic.rows.present(ids)  # ids are the agent's own (keyed by it)
         stored = self._episodic.record_many(items, exist_ok=True)
         for episode in stored:
             if episode.id in existing:
@@ -309,15 +309,6 @@ class ConversationIngest:
             report.extracted += extracted
             report.notes += notes
         return report
-
-    def _existing(self, ids: Sequence[str], agent: str) -> list[Episode]:
-        found = []
-        for episode_id in ids:
-            try:
-                found.append(self._episodic.get(episode_id, reader=agent))
-            except NotFoundError:  # absent: recorded now
-                continue
-        return found
 
     def _remember(self, agent: str, session: str, report: AddReport) -> None:
         """Append the newly recorded turns to working memory (never promoted again)."""
