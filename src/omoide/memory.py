@@ -48,7 +48,7 @@ from omoide.providers.llm import LLM, llm_from_config
 from omoide.providers.tokens import TokenCounter, default_token_counter
 from omoide.recall.context import Context
 from omoide.recall.log import RecallLog
-from omoide.recall.router import Router
+from omoide.recall.pipeline import Recall
 from omoide.storage import Database, DirectoryLock
 from omoide.storage.chroma import CHROMA_DIR, chroma_client
 from omoide.storage.permissions import private_dir, tighten
@@ -180,7 +180,7 @@ class Memory:
             teams=config.teams,
         )
         self.recall_log = RecallLog(self.db, clock=self.clock, config=config.router)
-        self._router = Router(self)
+        self._recall = Recall(self)
         #: Indexes documents and codebases into the semantic layer (see :meth:`index`).
         self.indexer = Indexer(self.db, self.semantic, clock=self.clock, skip=(self.path,))
         self._sessions: dict[tuple[str, str], WorkingMemory] = {}
@@ -366,23 +366,32 @@ class Memory:
         session_id: str | None = None,
         budget_tokens: int | None = None,
         layers: Sequence[str] | None = None,
+        collections: Sequence[str] | None = None,
+        top_k: int | None = None,
+        min_score: float | None = None,
+        diversity: float | None = None,
         now: datetime | str | None = None,
     ) -> Context:
         """The memories that answer ``query`` for ``agent_name``, from every layer that holds
-        them, ranked and packed into ``budget_tokens`` (default ``router.default_budget_tokens``,
-        2,000). ``session_id`` adds that session's pins and recent messages; ``layers``
-        restricts the layers consulted; ``now`` replaces the clock's time (for time
-        expressions and freshness). Only what the agent's scope allows is read; ``agent_name=None``
-        is the operator, who reads every scope. See
-        :mod:`omoide.recall.router`.
+        them, ranked, cut and packed into ``budget_tokens`` (default
+        ``router.default_budget_tokens``, 2,000). ``session_id`` adds that session's pins and
+        recent messages; ``layers`` and ``collections`` restrict what is asked; ``top_k``,
+        ``min_score`` and ``diversity`` replace the router's cut for this recall; ``now``
+        replaces the clock's time (for time expressions). Only what the agent's scope allows
+        is read; ``agent_name=None`` is the operator, who reads every scope. See
+        :mod:`omoide.recall.pipeline`.
         """
         self._check_open()
-        return self._router.recall(
+        return self._recall.recall(
             query,
             agent_name=agent_name,
             session_id=session_id,
             budget_tokens=budget_tokens,
             layers=layers,
+            collections=collections,
+            top_k=top_k,
+            min_score=min_score,
+            diversity=diversity,
             now=now,
         )
 

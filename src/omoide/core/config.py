@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from omoide.core.models import LAYERS
 from omoide.core.policies import Schedule, policies_from_config
 from omoide.core.settings import (
     NEVER_FORGET,
@@ -165,7 +166,13 @@ def _build(cls: type, data: Mapping[str, Any], where: str) -> Any:
                     base, **_fields(CollectionConfig, spec, f"{path}.{name}")
                 )
             values[key] = _frozen(merged)
-        elif key in ("slot_budgets", "base_importance"):
+        elif key in (
+            "slot_budgets",
+            "base_importance",
+            "layer_weights",
+            "past_weights",
+            "howto_weights",
+        ):
             if not isinstance(value, Mapping):
                 raise ConfigError(f"{path}: expected a table")
             values[key] = _frozen({**getattr(defaults, key), **value})
@@ -192,7 +199,7 @@ def _build(cls: type, data: Mapping[str, Any], where: str) -> Any:
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise ConfigError(f"{path}: expected an array of agent names")
             values[key] = tuple(value)
-        elif key in ("never_forget", "index_roots"):
+        elif key in ("never_forget", "index_roots", "past_cues", "howto_cues"):
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise ConfigError(f"{path}: expected an array of strings")
             values[key] = tuple(value)
@@ -314,35 +321,7 @@ def _check(config: Config) -> None:
     if d.collection not in s.collections:
         raise ConfigError(f"distill.collection: {d.collection!r} is not a configured collection")
     _check_pipelines(config)
-    r = config.router
-    _positive(r.default_budget_tokens, "router.default_budget_tokens")
-    _positive(r.candidate_pool, "router.candidate_pool")
-    _positive(r.rare_identifier_docs, "router.rare_identifier_docs")
-    if not isinstance(r.recall_log_retention_days, int) or r.recall_log_retention_days < 0:
-        raise ConfigError("router.recall_log_retention_days: expected an integer >= 0")
-    if not r.recent_window_minutes > 0:
-        raise ConfigError("router.recent_window_minutes: must be > 0")
-    if len(r.context_key_weights) != 3 or any(
-        not isinstance(x, int | float) or isinstance(x, bool) or not 0 <= x <= 100
-        for x in r.context_key_weights
-    ):
-        raise ConfigError("router.context_key_weights: expected three numbers within [0, 100]")
-    if not isinstance(r.dense_weight, int | float) or not 0 <= r.dense_weight <= 100:
-        raise ConfigError("router.dense_weight: expected a number within [0, 100]")
-    if not isinstance(r.importance_prior, int | float) or not 0 <= r.importance_prior < 2:
-        raise ConfigError("router.importance_prior: expected a number within [0, 2)")
-    for name in (
-        "relevance_weight",
-        "importance_weight",
-        "freshness_weight",
-        "time_range_bonus",
-        "author_bonus",
-        "subject_bonus",
-        "identifier_bonus",
-        "other_identifier_factor",
-        "meaning_floor",
-    ):
-        _unit(getattr(r, name), f"router.{name}")
+    _check_router(config.router)
     backdate = config.protection.agent_backdate_days
     if not isinstance(backdate, int | float) or isinstance(backdate, bool) or not backdate >= 0:
         raise ConfigError("protection.agent_backdate_days: expected a number >= 0")
@@ -353,6 +332,49 @@ def _check(config: Config) -> None:
     roots = config.server.index_roots
     if not isinstance(roots, tuple | list) or not all(isinstance(r, str) and r for r in roots):
         raise ConfigError("server.index_roots: expected a list of folder paths")
+
+
+def _check_router(r: RouterConfig) -> None:
+    _positive(r.default_budget_tokens, "router.default_budget_tokens")
+    _positive(r.candidate_pool, "router.candidate_pool")
+    _positive(r.top_k, "router.top_k")
+    if not isinstance(r.recall_log_retention_days, int) or r.recall_log_retention_days < 0:
+        raise ConfigError("router.recall_log_retention_days: expected an integer >= 0")
+    if not r.recent_window_minutes > 0:
+        raise ConfigError("router.recent_window_minutes: must be > 0")
+    if len(r.context_key_weights) != 3 or any(
+        not _number(x) or not 0 <= x <= 100 for x in r.context_key_weights
+    ):
+        raise ConfigError("router.context_key_weights: expected three numbers within [0, 100]")
+    if not _number(r.dense_weight) or not 0 <= r.dense_weight <= 100:
+        raise ConfigError("router.dense_weight: expected a number within [0, 100]")
+    for name in ("importance_prior", "recency_prior"):
+        if not _number(getattr(r, name)) or not 0 <= getattr(r, name) < 2:
+            raise ConfigError(f"router.{name}: expected a number within [0, 2)")
+    if not _number(r.time_range_boost) or not 0 <= r.time_range_boost <= 10:
+        raise ConfigError("router.time_range_boost: expected a number within [0, 10]")
+    for name in (
+        "superseded_factor",
+        "min_score",
+        "relative_floor",
+        "diversity",
+        "restated_similarity",
+    ):
+        _unit(getattr(r, name), f"router.{name}")
+    for name in ("layer_weights", "past_weights", "howto_weights"):
+        weights = getattr(r, name)
+        unknown = set(weights) - set(LAYERS)
+        if unknown:
+            raise ConfigError(f"router.{name}: unknown layer(s) {', '.join(sorted(unknown))}")
+        if any(not _number(v) or not 0 <= v <= 10 for v in weights.values()):
+            raise ConfigError(f"router.{name}: expected numbers within [0, 10]")
+    for name in ("past_cues", "howto_cues"):
+        if any(not isinstance(c, str) or not c.strip() for c in getattr(r, name)):
+            raise ConfigError(f"router.{name}: expected non-empty phrases")
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _check_pipelines(config: Config) -> None:

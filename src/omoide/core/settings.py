@@ -9,7 +9,9 @@ from types import MappingProxyType
 from typing import Any
 
 __all__ = [
+    "HOWTO_CUES",
     "NEVER_FORGET",
+    "PAST_CUES",
     "SLOTS",
     "CollectionConfig",
     "DistillConfig",
@@ -243,55 +245,83 @@ class LLMConfig:
     timeout_seconds: float = 60.0
 
 
+#: Phrases that mark a question about past experience (article section 10's flowchart). A
+#: phrase in Latin letters matches as whole words, case-insensitively; any other as written.
+PAST_CUES: tuple[str, ...] = (
+    *("last time", "previous", "previously", "before", "earlier", "when did", "what happened"),
+    *("did we", "did i", "did you", "did they", "did he", "did she", "used to", "ago"),
+    *("have we ever", "have i ever", "have you ever", "have we already", "have i already"),
+    *("remember", "experience", "experienced", "history", "incident", "same error"),
+    *("same problem", "same issue"),
+    *("前回", "以前", "過去", "前に", "経験", "したこと", "あった", "いつ", "覚えて", "履歴"),
+    *("事例", "同じ", "この前"),
+)
+#: Phrases that mark a question asking how to do something.
+HOWTO_CUES: tuple[str, ...] = (
+    *("how do", "how can", "how should", "how to", "how would", "step", "steps", "procedure"),
+    *("procedures", "process for", "guide", "instructions", "workflow", "checklist"),
+    *("runbook", "recipe", "best way"),
+    *("手順", "方法", "やり方", "どうやって", "どのように", "どうすれば", "仕方", "進め方"),
+    *("フロー", "段取り"),
+)
+
+
+def _weights(**weights: float) -> Mapping[str, Any]:
+    return _frozen(weights)
+
+
 @dataclass(frozen=True)
 class RouterConfig:
-    """Recall across layers (article section 10)."""
+    """Recall across layers (article section 10): routing, scoring and the cut.
+
+    See :mod:`omoide.recall.pipeline` for how the values are used.
+    """
 
     default_budget_tokens: int = 2_000
     recent_window_minutes: float = 5.0
     #: Days a recall stays in the provenance log (0: recalls are not logged).
     recall_log_retention_days: int = 30
+    #: The flowchart's cues, and each layer's weight for a question with none, a question
+    #: about the past (or naming a time) and a how-to question.
+    past_cues: tuple[str, ...] = PAST_CUES
+    howto_cues: tuple[str, ...] = HOWTO_CUES
+    layer_weights: Mapping[str, float] = field(
+        default_factory=lambda: _weights(working=1.0, episodic=0.9, semantic=1.0, procedural=0.6)
+    )
+    past_weights: Mapping[str, float] = field(
+        default_factory=lambda: _weights(working=1.0, episodic=1.0, semantic=0.85, procedural=0.6)
+    )
+    howto_weights: Mapping[str, float] = field(
+        default_factory=lambda: _weights(working=1.0, episodic=0.85, semantic=0.9, procedural=1.0)
+    )
     #: BM25 weights of an episode's context-key columns: the episode, its neighbours in the
     #: thread, the ones two places away (see :mod:`omoide.layers.episodic.context_keys`).
     context_key_weights: tuple[float, float, float] = (1.0, 0.5, 0.25)
-    #: Weight of calibrated embedding similarity beside the normalised context-key BM25.
+    #: Weight of meaning (calibrated embedding similarity) beside words in relevance
+    #: (:mod:`omoide.text.relevance`).
     dense_weight: float = 1.0
-    #: Candidates per signal (full text, embeddings) per layer before ranking.
-    candidate_pool: int = 200
-    #: Relevance is multiplied by ``1 + importance_prior * (importance - 0.5)``: the writer's
-    #: importance as a prior. 0.5 is neutral, so a store whose items all have the default
-    #: importance ranks exactly as without it. Semantic documents read ``importance`` from
-    #: their metadata (neutral when absent). Within [0, 2), so the factor stays positive.
+    #: Candidates per signal (full text, vectors) per source before scoring.
+    candidate_pool: int = 50
+    #: Priors on relevance, each ``1 + strength × (value − 0.5)``: the writer's importance, and
+    #: recency (1 for the newest candidate of a source, 0 for the oldest).
     importance_prior: float = 0.6
-    #: How an item's score is made: relevance, and for episodes importance and freshness.
-    relevance_weight: float = 0.95
-    importance_weight: float = 0.05
-    freshness_weight: float = 0.0
-    #: Added to episodes inside the time range a question names ("先週", "last week").
-    time_range_bonus: float = 0.25
-    #: Added to episodes written by an agent the question names ("what did the CTO decide?").
-    author_bonus: float = 0.1
-    #: Added, times the share of its subject's words the question names, to the current
-    #: version of a versioned document (``subject`` ``policy.deploy_window`` for "when are
-    #: deploys allowed?"): a question that names a fact's subject asks for its current value.
-    subject_bonus: float = 0.35
-    #: Added, times the share of the question's rare identifiers a document holds, to the
-    #: documents that hold an identifier the question names ("how did we fix E-04512?"). An
-    #: identifier is rare when at most ``rare_identifier_docs`` documents of a collection hold
-    #: it ("Q3" in hundreds of decisions singles nothing out).
-    identifier_bonus: float = 0.35
-    rare_identifier_docs: int = 5
-    #: Relevance is multiplied by this for an item that names none of the question's
-    #: identifiers but another of the same form (``E-02365`` when asked about ``E-03424``,
-    #: ``Q2`` for ``Q1``): it is about another incident or quarter, however alike it reads.
-    other_identifier_factor: float = 0.5
-    #: A semantic document's relevance blends the question's words (full-text BM25 relative
-    #: to the best candidate, times the share of the question's content words the document
-    #: holds) with its meaning as ``(words + dense_weight * meaning) /
-    #: (1 + dense_weight)``. Unless it holds some but not all of those words (then it is
-    #: about something else sharing the question's frame), it never falls below this share
-    #: of its meaning alone: a document in the other language cannot share the words.
-    meaning_floor: float = 0.95
+    recency_prior: float = 0.0
+    #: Relevance of an item inside the time range a question names ("先週", "last week") is
+    #: multiplied by ``1 + time_range_boost``.
+    time_range_boost: float = 0.5
+    #: Relevance of a superseded version of a fact is multiplied by this.
+    superseded_factor: float = 0.5
+    #: The cut: at most ``top_k`` items, each scoring at least ``min_score`` and at least
+    #: ``relative_floor`` times the best item's score.
+    top_k: int = 10
+    min_score: float = 0.15
+    relative_floor: float = 0.5
+    #: Maximal marginal relevance: an item's score loses ``diversity`` times its similarity to
+    #: the items ranked before it (0: off).
+    diversity: float = 0.0
+    #: Two items whose texts are this similar in meaning (calibrated, passage to passage) say
+    #: the same thing: the newer one is the current statement and ranks first (0: off).
+    restated_similarity: float = 0.0
 
 
 @dataclass(frozen=True)

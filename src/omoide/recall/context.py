@@ -38,6 +38,8 @@ class ContextItem:
     #: True when the text was cut to fit the budget.
     truncated: bool = False
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    #: The signals its score was made of (words, meaning, relevance, priors), by name.
+    signals: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

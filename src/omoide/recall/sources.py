@@ -1,26 +1,41 @@
-"""What a recall reads: the parts of a memory, named by what the router needs of them.
+"""The sources of a recall: one batched candidate query per layer and store, rated on one scale.
 
-:class:`~omoide.recall.router.Router` is given a :class:`MemoryParts` — in practice the
-:class:`~omoide.memory.Memory` facade, which has all of these — instead of importing the
-facade, so recall sits below the facade that wires it (imports run one way).
+Each source turns what its layer finds into :class:`~omoide.recall.context.ContextItem`
+carrying their signals (``words``, ``meaning``, ``relevance`` from :mod:`omoide.text.relevance`,
+and the layer's own facts: importance, time, version). :mod:`omoide.recall.scoring` turns the
+signals into the score; nothing here ranks across layers.
+
+A source reads the parts of a memory named by :class:`MemoryParts` — in practice the
+:class:`~omoide.memory.Memory` facade — instead of importing the facade, so recall sits below
+the facade that wires it (imports run one way).
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
 
 from omoide.clock import Clock
 from omoide.core.config import Config
-from omoide.layers.episodic.store import EpisodicStore
-from omoide.layers.procedural import ProceduralMemory
+from omoide.layers.episodic.store import EpisodicStore, episode_text
+from omoide.layers.procedural import ProceduralMemory, trigger_match
 from omoide.layers.semantic.store import SemanticStore
-from omoide.layers.working import WorkingMemory
+from omoide.layers.working import WorkingMemory, session_exists
 from omoide.providers.embeddings import Embedder
 from omoide.providers.tokens import TokenCounter
+from omoide.recall.context import ContextItem
 from omoide.recall.log import RecallLog
+from omoide.recall.route import Route
 from omoide.storage import Database
+from omoide.text.fulltext import content_terms, match_expression
+from omoide.text.relevance import languages, relevance, same_language, word_share, words_signal
 
-__all__ = ["MemoryParts"]
+__all__ = ["Asked", "Found", "MemoryParts", "documents", "episodes", "procedures", "working"]
 
 
 class MemoryParts(Protocol):
@@ -56,3 +71,229 @@ class MemoryParts(Protocol):
     def working(self, agent_name: str, session_id: str) -> WorkingMemory:
         """The working memory of one agent's session."""
         ...
+
+
+@dataclass(frozen=True)
+class Found:
+    """An item a source found, with its embedding when the layer keeps one (for comparing
+    items with each other: diversity, restatements)."""
+
+    item: ContextItem
+    vector: npt.NDArray[np.float32] | None = None
+    #: For a superseded version of a fact, the item id of its current version.
+    successor: str | None = None
+
+
+@dataclass(frozen=True)
+class Asked:
+    """One question as every source reads it: its text, embedding, route and reader."""
+
+    query: str
+    vector: npt.NDArray[np.float32]
+    route: Route
+    reader: str | None
+    teams: frozenset[str]
+    now: datetime
+
+
+def episodes(mem: MemoryParts, asked: Asked) -> list[Found]:
+    """The episodes the question may be about, rated as ``EpisodicStore.recall`` rates them
+    (one store, one scorer); with a time range, also the best ones inside it."""
+    config = mem.config.router
+    common: dict[str, Any] = {
+        "pool": config.candidate_pool,
+        "dense_weight": config.dense_weight,
+        "key_weights": config.context_key_weights,
+        "vector": asked.vector,
+        "reader": asked.reader,
+        "reader_teams": asked.teams,
+    }
+    found = {c.episode.id: c for c in mem.episodic.scored(asked.query, **common)}
+    time_range = asked.route.time_range
+    if time_range is not None:
+        for c in mem.episodic.scored(asked.query, time_range=time_range.as_tuple(), **common):
+            found.setdefault(c.episode.id, c)
+    items = []
+    for c in found.values():
+        episode = c.episode
+        item = ContextItem(
+            layer="episodic",
+            id=episode.id,
+            text=episode_text(episode.description, episode.outcome),
+            score=0.0,
+            why=asked.route.reasons["episodic"],
+            author=episode.agent_name,
+            timestamp=episode.timestamp,
+            metadata={"event_type": episode.event_type},
+            signals={
+                "words": c.words,
+                "meaning": c.meaning,
+                "relevance": c.relevance,
+                "importance": episode.importance,
+            },
+        )
+        items.append(Found(item, c.vector))
+    return items
+
+
+def documents(mem: MemoryParts, asked: Asked, collections: list[str]) -> list[Found]:
+    """The documents of each collection the question may be about: one vector query and
+    two full-text queries per collection, rated by words and meaning."""
+    config = mem.config.router
+    expression = match_expression(asked.query)
+    terms = content_terms(asked.query)
+    question = languages(asked.query)
+    items = []
+    for collection in collections:
+        if mem.semantic.count(collection) == 0:
+            continue
+        found = mem.semantic.candidates(
+            collection,
+            asked.vector,
+            expression,
+            pool=config.candidate_pool,
+            reader=asked.reader,
+            reader_teams=asked.teams,
+        )
+        best = max((c.bm25 for c in found), default=0.0)
+        meanings = mem.embedder.calibrate(np.array([c.cosine for c in found]), "query")
+        for c, meaning in zip(found, meanings, strict=True):
+            words = words_signal(c.bm25, best, word_share(terms, c.terms))
+            comparable = same_language(question, languages(c.text))
+            rel = relevance(
+                words, float(meaning), dense_weight=config.dense_weight, comparable=comparable
+            )
+            why = asked.route.reasons["semantic"] + f" (collection {collection})"
+            origin = c.metadata.get("episode_ids")
+            if c.metadata.get("source") == "extraction" and isinstance(origin, str):
+                why += f"; extracted from episodes {origin}"
+            importance = c.metadata.get("importance")
+            item = ContextItem(
+                layer="semantic",
+                id=f"{collection}/{c.doc_id}",
+                text=c.text,
+                score=0.0,
+                why=why,
+                author=_document_author(c.agent_name, c.metadata),
+                timestamp=c.updated_at,
+                metadata=dict(c.metadata),
+                signals={
+                    "words": words,
+                    "meaning": float(meaning),
+                    "relevance": rel,
+                    "importance": float(importance)
+                    if isinstance(importance, int | float) and 0 <= importance <= 1
+                    else 0.5,
+                    "current": 1.0 if c.current else 0.0,
+                },
+            )
+            successor = None if c.superseded_by is None else f"{collection}/{c.superseded_by}"
+            items.append(Found(item, c.vector, successor))
+    return items
+
+
+def procedures(mem: MemoryParts, asked: Asked, vectors: dict[Any, Any]) -> list[Found]:
+    """The procedures whose trigger matches the question (3 exact, 2 glob, 1 keyword: relevance
+    1, 0.9, 0.8), and for a how-to question those nearest in meaning. ``vectors`` caches the
+    procedures' embeddings between recalls."""
+    found = mem.procedural.procedures(reader=asked.reader, reader_teams=asked.teams)
+    items = []
+    for proc in found:
+        specificity = trigger_match(proc.trigger, asked.query)
+        rel = {3: 1.0, 2: 0.9, 1: 0.8}.get(specificity, 0.0)
+        why = f"its trigger {proc.trigger!r} matches the question" if specificity else ""
+        meaning = 0.0
+        if asked.route.howto:
+            cosine = float(_procedure_vector(mem, proc, vectors) @ asked.vector)
+            meaning = float(mem.embedder.calibrate(cosine, "query"))
+            if meaning > rel:
+                rel, why = meaning, asked.route.reasons["procedural"]
+        if rel <= 0:
+            continue
+        text = f"{proc.name} (v{proc.version})" + (
+            f": {proc.description}" if proc.description else ""
+        )
+        item = ContextItem(
+            layer="procedural",
+            id=proc.name,
+            text=f"{text}\n{proc.template}",
+            score=0.0,
+            why=why,
+            author=proc.agent_name,
+            timestamp=proc.last_updated,
+            metadata={
+                "version": proc.version,
+                "success_rate": proc.success_rate,
+                "avg_quality_score": proc.avg_quality_score,
+            },
+            # Proven procedures first: the article's selection score as the prior.
+            signals={"meaning": meaning, "relevance": rel, "importance": proc.selection_score},
+        )
+        items.append(Found(item))
+    return items
+
+
+def working(mem: MemoryParts, asked: Asked, session: str) -> list[Found]:
+    """The session's pins (always first) and its messages of the last minutes, newest first."""
+    agent = asked.reader
+    if agent is None or not session_exists(mem.db, agent, session):
+        return []
+    wm = mem.working(agent, session)
+    items = [
+        Found(
+            ContextItem(
+                layer="working",
+                id=f"pin:{pin.key}",
+                text=pin.content,
+                score=2.0 + 1e-6 * (len(wm.pins) - i),
+                why="pinned" + (f": {pin.reason}" if pin.reason else " (needed on every task)"),
+                author=agent,
+                timestamp=pin.pinned_at,
+                signals={"pinned": 1.0},
+            )
+        )
+        for i, pin in enumerate(wm.pins)
+    ]
+    cutoff = asked.now - timedelta(minutes=mem.config.router.recent_window_minutes)
+    recent = [m for m in wm.messages if m.created_at is not None and m.created_at >= cutoff]
+    for age, message in enumerate(reversed(recent)):
+        items.append(
+            Found(
+                ContextItem(
+                    layer="working",
+                    id=f"msg:{message.id}",
+                    text=message.content,
+                    score=1.5 - 0.001 * age,
+                    why=asked.route.reasons["working"],
+                    author=agent if message.role in ("assistant", "agent") else message.role,
+                    timestamp=message.created_at,
+                    metadata={"role": message.role},
+                    signals={"recent": 1.0},
+                )
+            )
+        )
+    return items
+
+
+def _procedure_vector(mem: MemoryParts, proc: Any, cache: dict[Any, Any]) -> Any:
+    key = (proc.name, proc.version, proc.last_updated.timestamp())
+    vector = cache.get(key)
+    if vector is None:
+        text = f"{proc.name} {proc.description} {proc.trigger}\n{proc.template[:1000]}"
+        vector = mem.embedder.embed_passages([text])[0]
+        for old in [k for k in cache if k[0] == proc.name]:
+            del cache[old]
+        cache[key] = vector
+    return vector
+
+
+def _document_author(agent_name: str, metadata: Mapping[str, Any]) -> str:
+    """Who a document is from. Distillation writes shared knowledge as no agent (``""``);
+    it is attributed to the agents of its source episodes (its ``agents`` metadata), which
+    only distillation can do: every agent's write carries the agent's name."""
+    agents = metadata.get("agents")
+    if not agent_name and metadata.get("source") == "distillation" and isinstance(agents, str):
+        names = [a.strip() for a in agents.split(",") if a.strip()]
+        if names:
+            return "distilled from " + ", ".join(names)
+    return agent_name

@@ -22,6 +22,7 @@ __all__ = [
     "index_text",
     "match_expression",
     "query_terms",
+    "term_key",
 ]
 
 _CJK_CHARS = (
@@ -222,7 +223,8 @@ def content_terms(query: str) -> list[str]:
     return [t for t in terms if not _HIRAGANA.search(t)] or terms
 
 
-def _key(term: str) -> str:
+def term_key(term: str) -> str:
+    """The form two terms are compared in (see below)."""
     # A light stand-in for stemming: English words agree on their first five letters
     # (prioritise/priority, deploy/deployment); CJK bigrams must match exactly.
     return term[:5] if term.isascii() and term.isalpha() else term
@@ -237,8 +239,8 @@ def coverage(terms: list[str], text: str) -> float:
     """
     if not terms:
         return 0.0
-    present = {_key(t) for t in analyze(text)}
-    return sum(1 for t in terms if _key(t) in present) / len(terms)
+    present = {term_key(t) for t in analyze(text)}
+    return sum(1 for t in terms if term_key(t) in present) / len(terms)
 
 
 def match_expression(query: str, *, max_terms: int = 64) -> str | None:

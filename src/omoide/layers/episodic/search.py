@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from omoide.clock import Clock, to_timestamp
 from omoide.core.config import EpisodicConfig
@@ -36,7 +37,8 @@ from omoide.layers.episodic.rows import LIVE_SQL, EpisodicRows
 from omoide.layers.episodic.vectors import VectorMatrix
 from omoide.providers.embeddings import Embedder
 from omoide.storage import Database
-from omoide.text.fulltext import coverage, index_text, match_expression, query_terms
+from omoide.text.fulltext import content_terms, index_text
+from omoide.text.relevance import languages, relevance, same_language, word_share, words_signal
 
 __all__ = ["Candidate", "EpisodeSearch"]
 
@@ -51,9 +53,15 @@ class Candidate:
     #: Cosine similarity of the query and the episode's embedding.
     cosine: float
     #: Analysed words of its context key (the episode and its neighbours in the thread), for
-    #: checking how many of the query's words it holds (:func:`omoide.text.fulltext.coverage`);
+    #: checking how many of the query's words it holds (:func:`omoide.text.relevance.word_share`);
     #: empty when the key does not match.
     key: str = ""
+    #: Its embedding (for comparing candidates with each other).
+    vector: npt.NDArray[np.float32] | None = None
+    #: Its rated signals (:meth:`EpisodeSearch.scored`): words, meaning, and relevance.
+    words: float = 0.0
+    meaning: float = 0.0
+    relevance: float = 0.0
 
 
 class EpisodeSearch:
@@ -126,92 +134,50 @@ class EpisodeSearch:
         reader_teams: Iterable[str] = (),
         touch: bool = True,
     ) -> list[Episode]:
-        """The episodes that best answer ``query``, best first, each with its ``score``.
+        """The episodes that best answer ``query``, best first, each with its ``score``: the
+        article's ``relevance × 0.4 + importance × 0.35 + freshness × 0.25`` (the weights are
+        ``episodic.*_weight``), relevance rated as every ranker of omoide rates it
+        (:mod:`omoide.text.relevance`, over each episode's context key) and scaled so the best
+        candidate has 1.
 
         Filters (the agent that recorded it, event type, ``(start, end)`` time range, tags —
         all of them must be present) apply before scoring. ``reader`` limits results to what
         that agent may see. An empty query ranks the filtered episodes by importance and
         freshness alone.
-        Long because the article's formula is computed in one pass over the filtered candidates (SQL
-        filters, full-text and vector relevance, freshness, the final sort), kept together so the
-        formula reads as one.
         """
         query = check_text(
             "query", query, max_chars=self.config.max_description_chars, allow_empty=True
         )
         top_k = check_positive_int("top_k", top_k, maximum=10_000)
-        where, params = self._filters(agent_name, event_type, time_range, tags)
-        filtered = bool(params) or reader is not None
-        scope_sql, scope_params = reader_predicate(reader, reader_teams)
-        where = f"{where} AND {scope_sql}"
-        params = [*params, *scope_params]
         pool = max(self.config.candidate_pool, top_k)
         now = self._clock.now()
-
-        text_scores: dict[int, float] = {}
-        dense: dict[int, float] = {}
+        relevance: dict[str, float] = {}
         if query.strip():
-            expression = match_expression(query)
-            if expression:
-                for rowid, rank in self._db.query(
-                    "SELECT f.rowid, -bm25(episodes_fts) FROM episodes_fts f "
-                    "JOIN episodes ON episodes.rowid = f.rowid "
-                    f"WHERE episodes_fts MATCH ? AND {where} "
-                    "ORDER BY bm25(episodes_fts) LIMIT ?",
-                    [expression, *params, pool],
-                ):
-                    text_scores[int(rowid)] = max(0.0, float(rank))
-            dense = self._dense_candidates(
-                query, where if filtered else None, params, pool, extra=text_scores.keys()
+            tw = self.config.text_weight
+            found = self.scored(
+                query,
+                pool=pool,
+                dense_weight=(1 - tw) / tw if tw > 0 else 1e9,
+                agent_name=agent_name,
+                event_type=event_type,
+                time_range=time_range,
+                tags=tags,
+                reader=reader,
+                reader_teams=reader_teams,
             )
-            candidates = set(text_scores) | {
-                r for r, _ in sorted(dense.items(), key=lambda kv: -kv[1])[:pool]
-            }
+            episodes = [c.episode for c in found]
+            relevance = {c.episode.id: c.relevance for c in found}
         else:
-            candidates = {
-                int(r[0])
-                for r in self._db.query(
-                    f"SELECT rowid FROM episodes WHERE {where} ORDER BY timestamp DESC LIMIT ?",
-                    [*params, pool],
-                )
-            }
-            candidates |= {
-                int(r[0])
-                for r in self._db.query(
-                    f"SELECT rowid FROM episodes WHERE {where} ORDER BY importance DESC LIMIT ?",
-                    [*params, pool],
-                )
-            }
-        if not candidates:
-            return []
-        episodes = self.rows.fetch_rowids(candidates)
-        best_text = max(text_scores.values(), default=0.0)
-        terms = query_terms(query)
-        tw = self.config.text_weight
-        relevance: dict[int, float] = {}
-        if query.strip():
-            for rowid, episode in episodes.items():
-                text_part = 0.0
-                if best_text > 0 and rowid in text_scores:
-                    body = " ".join(
-                        (
-                            episode.description,
-                            episode.outcome or "",
-                            episode.agent_name,
-                            episode.event_type,
-                            *episode.tags,
-                        )
-                    )
-                    text_part = text_scores[rowid] / best_text * coverage(terms, body)
-                dense_part = float(self._embedder.calibrate(dense.get(rowid, 0.0), "query"))
-                relevance[rowid] = tw * text_part + (1 - tw) * dense_part
+            episodes = self._unscored(
+                agent_name, event_type, time_range, tags, reader, reader_teams, pool
+            )
         # Relevance is scaled so that the best candidate has 1: calibrated similarities of a
         # small model span a narrow band, and unscaled they would carry far less than their
         # 40 % of the score next to importance and freshness.
         top_relevance = max(relevance.values(), default=0.0)
         scored: list[tuple[float, Episode]] = []
-        for rowid, episode in episodes.items():
-            rel = relevance.get(rowid, 0.0) / top_relevance if top_relevance > 0 else 0.0
+        for episode in episodes:
+            rel = relevance.get(episode.id, 0.0) / top_relevance if top_relevance > 0 else 0.0
             score = (
                 self.config.relevance_weight * rel
                 + self.config.importance_weight * episode.importance
@@ -228,6 +194,74 @@ class EpisodeSearch:
             ]
         return [replace(e, score=s) for s, e in chosen]
 
+    def _unscored(
+        self,
+        agent_name: str | None,
+        event_type: str | None,
+        time_range: Sequence[datetime | str | None] | None,
+        tags: Sequence[str] | None,
+        reader: str | None,
+        reader_teams: Iterable[str],
+        pool: int,
+    ) -> list[Episode]:
+        """The newest and the most important filtered episodes (an empty query's candidates)."""
+        where, params = self._where(agent_name, event_type, time_range, tags, reader, reader_teams)
+        rowids = set()
+        for order in ("timestamp", "importance"):
+            rowids |= {
+                int(r[0])
+                for r in self._db.query(
+                    f"SELECT rowid FROM episodes WHERE {where} ORDER BY {order} DESC LIMIT ?",
+                    [*params, pool],
+                )
+            }
+        return list(self.rows.fetch_rowids(rowids).values())
+
+    def scored(
+        self,
+        query: str,
+        *,
+        pool: int,
+        dense_weight: float,
+        key_weights: Sequence[float] = DEFAULT_COLUMN_WEIGHTS,
+        vector: npt.NDArray[np.float32] | None = None,
+        agent_name: str | None = None,
+        event_type: str | None = None,
+        time_range: Sequence[datetime | str | None] | None = None,
+        tags: Sequence[str] | None = None,
+        reader: str | None = None,
+        reader_teams: Iterable[str] = (),
+    ) -> list[Candidate]:
+        """:meth:`candidates` with their words, meaning and relevance rated
+        (:mod:`omoide.text.relevance`): what :meth:`recall` and ``Memory.recall`` rank by."""
+        found = self.candidates(
+            query,
+            pool=pool,
+            key_weights=key_weights,
+            vector=vector,
+            agent_name=agent_name,
+            event_type=event_type,
+            time_range=time_range,
+            tags=tags,
+            reader=reader,
+            reader_teams=reader_teams,
+        )
+        if not found:
+            return []
+        best = max(c.key_score for c in found)
+        terms = content_terms(query)
+        asked = languages(query)
+        meanings = self._embedder.calibrate(
+            np.array([c.cosine for c in found], dtype=np.float32), "query"
+        )
+        rated = []
+        for c, meaning in zip(found, meanings, strict=True):
+            words = words_signal(c.key_score, best, word_share(terms, c.key))
+            comparable = same_language(asked, languages(c.episode.description))
+            rel = relevance(words, float(meaning), dense_weight=dense_weight, comparable=comparable)
+            rated.append(replace(c, words=words, meaning=float(meaning), relevance=rel))
+        return rated
+
     def candidates(
         self,
         query: str,
@@ -237,38 +271,64 @@ class EpisodeSearch:
         reader: str | None = None,
         reader_teams: Iterable[str] = (),
         key_weights: Sequence[float] = DEFAULT_COLUMN_WEIGHTS,
+        vector: npt.NDArray[np.float32] | None = None,
+        agent_name: str | None = None,
+        event_type: str | None = None,
+        tags: Sequence[str] | None = None,
     ) -> list[Candidate]:
-        """Candidates for ``query`` with their raw signals, for rankers other than
-        :meth:`recall` (the router): the best ``pool`` by context-key BM25 (see
-        :mod:`omoide.layers.episodic.context_keys`) and the best ``pool`` by embedding similarity,
-        among the
-        active episodes ``reader`` may see. Nothing is touched."""
+        """Candidates for ``query`` with their raw signals, for a ranker: the best ``pool`` by
+        context-key BM25 (see :mod:`omoide.layers.episodic.context_keys`) and the best ``pool``
+        by embedding similarity (to ``vector``, the query's embedding, computed if not given),
+        among the active episodes ``reader`` may see that pass the filters. Nothing is touched."""
         query = check_text("query", query, max_chars=self.config.max_description_chars)
         pool = check_positive_int("pool", pool, maximum=10_000)
-        where, params = self._filters(None, None, time_range, None)
-        scope_sql, scope_params = reader_predicate(
-            None if reader is None else check_name("reader", reader), reader_teams
-        )
-        where = f"{where} AND {scope_sql}"
-        params = [*params, *scope_params]
+        where, params = self._where(agent_name, event_type, time_range, tags, reader, reader_teams)
         filtered = len(params) > 0
         keys = search_keys(self._db, query, where, params, pool, key_weights)
-        dense = self._dense_candidates(
-            query, where if filtered else None, params, pool, extra=keys.keys()
+        if vector is None:
+            vector = self._embedder.embed_query(query)
+        dense, vectors = self._dense_candidates(
+            vector, where if filtered else None, params, pool, extra=keys.keys()
         )
         episodes = self.rows.fetch_rowids(set(keys) | set(dense))
-        texts = key_texts(self._db, keys)  # coverage matters only where the words match
+        texts = key_texts(self._db, keys)  # word share matters only where the words match
         return [
-            Candidate(episode, keys.get(rowid, 0.0), dense.get(rowid, 0.0), texts.get(rowid, ""))
+            Candidate(
+                episode,
+                keys.get(rowid, 0.0),
+                dense.get(rowid, 0.0),
+                texts.get(rowid, ""),
+                vector=vectors.get(rowid),
+            )
             for rowid, episode in episodes.items()
         ]
 
+    def _where(
+        self,
+        agent_name: str | None,
+        event_type: str | None,
+        time_range: Sequence[datetime | str | None] | None,
+        tags: Sequence[str] | None,
+        reader: str | None,
+        reader_teams: Iterable[str],
+    ) -> tuple[str, list[Any]]:
+        """The SQL selecting the active episodes that pass the filters and ``reader``'s scope."""
+        where, params = self._filters(agent_name, event_type, time_range, tags)
+        scope_sql, scope_params = reader_predicate(
+            None if reader is None else check_name("reader", reader), reader_teams
+        )
+        return f"{where} AND {scope_sql}", [*params, *scope_params]
+
     def _dense_candidates(
-        self, query: str, where: str | None, params: Sequence[Any], pool: int, extra: Iterable[int]
-    ) -> dict[int, float]:
-        """Cosine similarity of the best ``pool`` episodes matching ``where`` (None: all
-        active ones), plus of the ``extra`` ones."""
-        vector = self._embedder.embed_query(query)
+        self,
+        vector: npt.NDArray[np.float32],
+        where: str | None,
+        params: Sequence[Any],
+        pool: int,
+        extra: Iterable[int],
+    ) -> tuple[dict[int, float], dict[int, npt.NDArray[np.float32]]]:
+        """Cosine similarity to ``vector`` of the best ``pool`` episodes matching ``where``
+        (None: all active ones), plus of the ``extra`` ones; and the vectors of all of them."""
         index = self._vector_index()
         with self._index_lock:
             rowids, sims = index.similarities(vector)
@@ -291,7 +351,9 @@ class EpisodeSearch:
             for r in wanted:
                 if r in position:
                     result[r] = float(sims[position[r]])
-        return result
+        with self._index_lock:
+            stored = index.vectors(list(result))
+        return result, {r: stored[i] for i, r in enumerate(result)}
 
     def forget_vectors(self, rowids: Iterable[int] | None = None) -> None:
         """Drop episodes that left the active state from the in-memory index (None: all;

@@ -64,3 +64,12 @@ class VectorMatrix:
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
         """Row ids and cosine similarity of every stored vector to ``query``."""
         return self._rowids[: self._size], self._matrix[: self._size] @ query
+
+    def vectors(self, rowids: Sequence[int]) -> npt.NDArray[np.float32]:
+        """The stored vectors of ``rowids``, in order (zeros for one not stored)."""
+        out = np.zeros((len(rowids), self._dim), dtype=np.float32)
+        for i, rowid in enumerate(rowids):
+            at = self._position.get(int(rowid))
+            if at is not None:
+                out[i] = self._matrix[at]
+        return out

@@ -11,6 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from omoide.clock import Clock, to_timestamp
 from omoide.core.config import SemanticConfig
 from omoide.core.filters import (
@@ -33,6 +36,7 @@ from omoide.errors import (
     UnknownCollectionError,
     ValidationError,
 )
+from omoide.layers.semantic.candidates import DocumentCandidate, gather
 from omoide.layers.semantic.registry import DocumentRegistry
 from omoide.providers.embeddings import Embedder
 from omoide.storage import Database
@@ -181,6 +185,37 @@ class DocumentQueries:
         if touch and hits:
             self._registry.touch(collection, [h.doc_id for h in hits])
         return hits
+
+    def candidates(
+        self,
+        collection: str,
+        vector: npt.NDArray[np.float32],
+        expression: str | None,
+        *,
+        pool: int,
+        reader: str | None = None,
+        reader_teams: Iterable[str] = (),
+    ) -> list[DocumentCandidate]:
+        """The documents of ``collection`` that may answer a question, with their raw
+        signals, for a ranker (see :mod:`omoide.layers.semantic.candidates`): ``vector`` is
+        the question's embedding, ``expression`` its FTS5 expression
+        (:func:`~omoide.text.fulltext.match_expression`; None: no words). Nothing is touched."""
+        coll = self._collection(collection)
+        pool = check_positive_int("pool", pool, maximum=1_000)
+        reader = None if reader is None else check_name("reader", reader)
+        return gather(
+            self._db,
+            self._registry,
+            coll,
+            collection,
+            vector=vector,
+            expression=expression,
+            pool=pool,
+            reader=reader,
+            reader_teams=reader_teams,
+            now=self._clock.now(),
+            expiry=self._expiry_where(collection),
+        )
 
     def search_text(
         self,

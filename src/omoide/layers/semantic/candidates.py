@@ -1,0 +1,214 @@
+"""The documents of a collection that may answer a question, with their raw signals.
+
+A ranker (:mod:`omoide.recall`) asks one collection on one reader's behalf in four batched
+reads, never one per hit: the nearest chunks by meaning (one ChromaDB query, the reader's
+scope in its filter), the documents its words find (one FTS5 query), the full-text rank of the
+nearest among them (one FTS5 query restricted to their ids), and the chunks of the documents
+found only by their words (one ChromaDB ``get``, their similarity computed here from the
+stored vectors). The registry then gives every candidate's author, time and version in one
+query. Part of the semantic layer, which owns the tables it reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from omoide.clock import from_timestamp, to_timestamp
+from omoide.core.filters import public_metadata, reader_where
+from omoide.core.scope import reader_predicate
+from omoide.layers.semantic.registry import SEARCHABLE, DocumentRegistry
+from omoide.storage import Database
+from omoide.storage.chroma import chroma_errors
+
+__all__ = ["DocumentCandidate", "gather"]
+
+
+@dataclass(frozen=True)
+class DocumentCandidate:
+    """A document that may answer a question: its best chunk and the signals that found it."""
+
+    collection: str
+    doc_id: str
+    #: The chunk nearest the question (the whole document when it has one chunk).
+    text: str
+    #: Cosine similarity of that chunk to the question.
+    cosine: float
+    #: Full-text BM25 of the document (0 when its words do not match; higher is better).
+    bm25: float
+    #: The document's analysed full text when its words match ("" otherwise).
+    terms: str
+    metadata: Mapping[str, Any]
+    agent_name: str
+    updated_at: datetime | None
+    #: False when a newer version of the same subject supersedes it.
+    current: bool
+    #: The id of the current version of its subject when it is superseded.
+    superseded_by: str | None
+    vector: npt.NDArray[np.float32]
+
+
+def gather(
+    db: Database,
+    registry: DocumentRegistry,
+    chroma: Any,
+    collection: str,
+    *,
+    vector: npt.NDArray[np.float32],
+    expression: str | None,
+    pool: int,
+    reader: str | None,
+    reader_teams: Iterable[str],
+    now: datetime,
+    expiry: Mapping[str, Any] | None,
+) -> list[DocumentCandidate]:
+    """The candidates of ``collection`` (see the module's docstring): the ``pool`` nearest by
+    meaning and the ``pool`` best by words (``expression``: the question's FTS5 expression,
+    None when it has no words), among what ``reader`` may read."""
+    teams = sorted(reader_teams)
+    nearest = _nearest(chroma, vector, pool, reader, teams, expiry)
+    words = (
+        {}
+        if expression is None
+        else _matches(db, collection, expression, pool, None, reader, teams, now)
+    )
+    if expression is not None:
+        unscored = [d for d in nearest if d not in words]
+        if unscored:
+            words.update(
+                _matches(db, collection, expression, len(unscored), unscored, reader, teams, now)
+            )
+    missing = [d for d in words if d not in nearest]
+    rows = {r["id"]: r for r in registry.rows(collection, [*nearest, *missing])}
+    # The current version of every superseded candidate is a candidate too (it may be worded
+    # unlike the question: restated in another language); superseding points at the newest.
+    successors = {r["superseded_by"] for r in rows.values() if r["superseded_by"] is not None}
+    newer = [d for d in successors if d not in rows]
+    rows.update({r["id"]: r for r in registry.rows(collection, newer)})
+    missing += [d for d in successors if d not in nearest and d not in missing]
+    if missing:
+        nearest.update(_chunks_of(chroma, vector, missing))
+    found = []
+    for doc_id, (text, cosine, meta, chunk_vector) in nearest.items():
+        row = rows.get(doc_id)
+        if row is None or row["state"] not in SEARCHABLE:
+            continue  # removed or archived since ChromaDB was written
+        bm25, terms = words.get(doc_id, (0.0, ""))
+        found.append(
+            DocumentCandidate(
+                collection=collection,
+                doc_id=doc_id,
+                text=text,
+                cosine=cosine,
+                bm25=bm25,
+                terms=terms,
+                metadata=public_metadata(meta),
+                agent_name=str(row["agent_name"]),
+                updated_at=None if row["updated_at"] is None else from_timestamp(row["updated_at"]),
+                current=row["superseded_by"] is None,
+                superseded_by=row["superseded_by"],
+                vector=chunk_vector,
+            )
+        )
+    return found
+
+
+_Chunk = tuple[str, float, dict[str, Any], "npt.NDArray[np.float32]"]
+
+
+def _nearest(
+    chroma: Any,
+    vector: npt.NDArray[np.float32],
+    pool: int,
+    reader: str | None,
+    teams: Sequence[str],
+    expiry: Mapping[str, Any] | None,
+) -> dict[str, _Chunk]:
+    """The best chunk of each of the ``pool`` documents nearest ``vector`` (one query)."""
+    clauses: list[Mapping[str, Any]] = []
+    if reader is not None:
+        clauses.append(reader_where(reader, teams))
+    if expiry is not None:
+        clauses.append(expiry)
+    where = None if not clauses else clauses[0] if len(clauses) == 1 else {"$and": clauses}
+    with chroma_errors("where"):
+        raw = chroma.query(
+            query_embeddings=[vector],
+            n_results=max(1, pool * 2),  # documents of several chunks fill it twice
+            where=where,
+            include=["documents", "metadatas", "distances", "embeddings"],
+        )
+    found: dict[str, _Chunk] = {}
+    for cid, doc, meta, dist, emb in zip(
+        raw["ids"][0],
+        raw["documents"][0],
+        raw["metadatas"][0],
+        raw["distances"][0],
+        raw["embeddings"][0],
+        strict=True,
+    ):
+        meta = dict(meta or {})
+        doc_id = str(meta.get("_doc", cid.split("#")[0]))
+        if doc_id not in found and len(found) < pool:
+            found[doc_id] = (doc or "", 1.0 - float(dist), meta, np.asarray(emb, dtype=np.float32))
+    return found
+
+
+def _chunks_of(
+    chroma: Any, vector: npt.NDArray[np.float32], doc_ids: Sequence[str]
+) -> dict[str, _Chunk]:
+    """The chunk of each document nearest ``vector``, from the stored vectors (one read)."""
+    with chroma_errors("ids"):
+        raw = chroma.get(
+            where={"_doc": {"$in": list(doc_ids)}},
+            include=["documents", "metadatas", "embeddings"],
+        )
+    found: dict[str, _Chunk] = {}
+    for cid, doc, meta, emb in zip(
+        raw["ids"], raw["documents"], raw["metadatas"], raw["embeddings"], strict=True
+    ):
+        meta = dict(meta or {})
+        doc_id = str(meta.get("_doc", cid.split("#")[0]))
+        chunk_vector = np.asarray(emb, dtype=np.float32)
+        cosine = float(chunk_vector @ vector)
+        if doc_id not in found or cosine > found[doc_id][1]:
+            found[doc_id] = (doc or "", cosine, meta, chunk_vector)
+    return found
+
+
+def _matches(
+    db: Database,
+    collection: str,
+    expression: str,
+    limit: int,
+    among: Sequence[str] | None,
+    reader: str | None,
+    teams: Sequence[str],
+    now: datetime,
+) -> dict[str, tuple[float, str]]:
+    """Searchable, unexpired documents matching ``expression``, each with its BM25 and its
+    analysed full text, best first (of those with ids in ``among`` if given)."""
+    scope_sql, params = reader_predicate(
+        reader, teams, owner_column="d.agent_name", scope_column="d.scope"
+    )
+    # CROSS JOIN keeps the full-text index the outer loop (see DocumentRegistry.search_text).
+    sql = (
+        "SELECT d.id, -bm25(semantic_docs_fts), f.body FROM semantic_docs_fts f "
+        "CROSS JOIN semantic_docs d ON d.rowid = f.rowid "
+        "WHERE semantic_docs_fts MATCH ? AND d.collection = ? "
+        "AND d.state IN ('active', 'compressed') "
+        "AND (d.expires_at IS NULL OR d.expires_at > ?) "
+        f"AND {scope_sql}"
+    )
+    args: list[Any] = [expression, collection, to_timestamp(now), *params]
+    if among is not None:
+        sql += f" AND d.id IN ({', '.join('?' * len(among))})"
+        args.extend(among)
+    sql += " ORDER BY bm25(semantic_docs_fts) LIMIT ?"
+    rows = db.query(sql, [*args, limit])
+    return {str(r[0]): (max(0.0, float(r[1])), str(r[2] or "")) for r in rows}

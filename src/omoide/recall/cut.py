@@ -1,0 +1,139 @@
+"""The cut: which scored items a recall returns, in which order.
+
+Items are ranked by score. Then, in order:
+
+* **current versions first**: a superseded version of a fact never ranks above the current
+  version of its subject, which moves right above it;
+* **restatements** (``router.restated_similarity`` > 0): of two items saying the same thing
+  (their embeddings at least that similar, calibrated), the newer is the current statement
+  and moves right above the older one;
+* **diversity** (``router.diversity`` > 0, maximal marginal relevance): each next item is the
+  one whose score minus ``diversity`` times its similarity to the items already taken is
+  highest, so near-duplicates and the chunks of one long document do not crowd out the rest;
+* **the floor**: an item is returned only if its score is at least ``min_score`` and at least
+  ``relative_floor`` times the best item's — a recall returns what answers and nothing else,
+  and a question that matches nothing returns an empty context;
+* at most ``top_k`` items.
+
+The session's pins and recent messages (working memory) are not cut: they come first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from omoide.providers.embeddings import Embedder
+from omoide.recall.sources import Found
+
+__all__ = ["Cut", "cut"]
+
+
+@dataclass(frozen=True)
+class Cut:
+    """The parameters of one cut (the router's settings, or a recall's own)."""
+
+    top_k: int
+    min_score: float
+    relative_floor: float
+    diversity: float = 0.0
+    restated_similarity: float = 0.0
+
+
+def cut(found: Sequence[Found], how: Cut, embedder: Embedder) -> list[Found]:
+    """The items a recall returns, best first (see the module's docstring)."""
+    kept = [f for f in found if f.item.layer == "working"]
+    ranked = sorted(
+        (f for f in found if f.item.layer != "working"),
+        key=lambda f: (-f.item.score, f.item.layer, f.item.id),
+    )
+    if not ranked:
+        return sorted(kept, key=lambda f: -f.item.score)
+    best = ranked[0].item.score
+    floor = max(how.min_score, how.relative_floor * best)
+    ranked = _current_first(ranked)
+    ranked = [f for f in ranked if f.item.score >= floor or _needed(f, ranked, floor)]
+    similar = _similarity(ranked, embedder) if how.diversity or how.restated_similarity else None
+    if similar is not None and how.restated_similarity > 0:
+        ranked, similar = _newer_first(ranked, similar, how.restated_similarity)
+    if similar is not None and how.diversity > 0:
+        ranked = _diverse(ranked, similar, how.diversity, how.top_k)
+    return sorted(kept, key=lambda f: -f.item.score) + ranked[: how.top_k]
+
+
+def _current_first(ranked: list[Found]) -> list[Found]:
+    """Each superseded version ranked above its current version lets that one go first."""
+    out = list(ranked)
+    for f in ranked:
+        if f.successor is None:
+            continue
+        at = out.index(f)
+        newer = next((k for k, g in enumerate(out) if g.item.id == f.successor), None)
+        if newer is not None and newer > at:
+            out.insert(at, out.pop(newer))
+    return out
+
+
+def _needed(f: Found, ranked: Sequence[Found], floor: float) -> bool:
+    """True for the current version of a fact whose superseded version passes the floor."""
+    return any(g.successor == f.item.id and g.item.score >= floor for g in ranked)
+
+
+def _similarity(found: Sequence[Found], embedder: Embedder) -> np.ndarray:
+    """Calibrated passage-to-passage similarity of every pair (0 where a vector is missing)."""
+    dim = next((len(f.vector) for f in found if f.vector is not None), 0)
+    if dim == 0:
+        return np.zeros((len(found), len(found)), dtype=np.float32)
+    matrix = np.stack(
+        [f.vector if f.vector is not None else np.zeros(dim, np.float32) for f in found]
+    )
+    sims = np.asarray(embedder.calibrate(matrix @ matrix.T, "passage"), dtype=np.float32)
+    missing = [i for i, f in enumerate(found) if f.vector is None]
+    sims[missing, :] = 0.0
+    sims[:, missing] = 0.0
+    return sims
+
+
+def _newer_first(
+    ranked: list[Found], similar: np.ndarray, threshold: float
+) -> tuple[list[Found], np.ndarray]:
+    """Each item that restates an older one ranked above it moves right above that one."""
+    order = list(range(len(ranked)))
+    i = 0
+    while i < len(order):
+        a = order[i]
+        when_a = ranked[a].item.timestamp
+        for j in range(i + 1, len(order)):
+            b = order[j]
+            when_b = ranked[b].item.timestamp
+            if (
+                when_a is not None
+                and when_b is not None
+                and when_b > when_a
+                and similar[a, b] >= threshold
+            ):
+                order.insert(i, order.pop(j))
+                break
+        else:
+            i += 1
+            continue
+        # the moved item now sits at i: look at it against the rest in turn
+    return [ranked[k] for k in order], similar[np.ix_(order, order)]
+
+
+def _diverse(ranked: list[Found], similar: np.ndarray, diversity: float, top_k: int) -> list[Found]:
+    """Greedy maximal marginal relevance over ``ranked``, ``top_k`` items."""
+    chosen: list[int] = []
+    left = list(range(len(ranked)))
+    while left and len(chosen) < top_k:
+
+        def marginal(k: int) -> float:
+            penalty = max((float(similar[k, c]) for c in chosen), default=0.0)
+            return ranked[k].item.score - diversity * penalty
+
+        pick = max(left, key=marginal)
+        chosen.append(pick)
+        left.remove(pick)
+    return [ranked[k] for k in chosen]

@@ -1,0 +1,81 @@
+"""The score: one formula for every layer, on one scale, written down once.
+
+An item's score is its relevance (words and meaning, :mod:`omoide.text.relevance`) times the
+route's weight for its layer (:mod:`omoide.recall.route`) and times its priors, each 1 when
+neutral:
+
+* importance — ``1 + router.importance_prior × (importance − 0.5)``: the writer's importance
+  of an episode, a document's ``importance`` metadata, a procedure's proven selection score;
+* recency — ``1 + router.recency_prior × (recency − 0.5)``, recency running from 0 for the
+  oldest candidate of its layer to 1 for the newest;
+* time — ``1 + router.time_range_boost`` for an item inside the time range the question names;
+* version — ``router.superseded_factor`` for a superseded version of a fact.
+
+Working memory is not scored: the session's pins come first, then its recent messages.
+Each item's ``why`` says which signals made its score, with their values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from omoide.core.settings import RouterConfig
+from omoide.recall.route import Route
+from omoide.recall.sources import Found
+from omoide.text.relevance import prior
+
+__all__ = ["score"]
+
+
+def score(found: Sequence[Found], route: Route, config: RouterConfig) -> list[Found]:
+    """``found`` with each item's score and why (see the module's docstring)."""
+    recency = _recency(found)
+    scored = []
+    for f in found:
+        item = f.item
+        if item.layer == "working":
+            scored.append(f)
+            continue
+        signals = dict(item.signals)
+        weight = route.weights.get(item.layer, 1.0)
+        value = signals.get("relevance", 0.0) * weight
+        parts = [f"relevance {signals.get('relevance', 0.0):.2f}"]
+        if "words" in signals:
+            parts[0] += f" (words {signals['words']:.2f}, meaning {signals['meaning']:.2f})"
+        importance = signals.get("importance", 0.5)
+        if config.importance_prior and importance != 0.5:
+            value *= prior(importance, config.importance_prior)
+            parts.append(f"importance {importance:.2f}")
+        if config.recency_prior and id(f) in recency:
+            signals["recency"] = recency[id(f)]
+            value *= prior(recency[id(f)], config.recency_prior)
+            parts.append(f"recency {recency[id(f)]:.2f}")
+        if route.time_range is not None and item.timestamp in route.time_range:
+            value *= 1 + config.time_range_boost
+            parts.append(f"within {route.time_range.expression}")
+        if signals.get("current", 1.0) == 0.0:
+            value *= config.superseded_factor
+            parts.append("superseded by a newer version")
+        if weight != 1.0:
+            parts.append(f"layer weight {weight:g}")
+        why = f"{item.why}; {', '.join(parts)}" if item.why else ", ".join(parts)
+        scored.append(replace(f, item=replace(item, score=value, why=why, signals=signals)))
+    return scored
+
+
+def _recency(found: Sequence[Found]) -> dict[int, float]:
+    """Each timestamped item's place in time among its layer's candidates, in [0, 1]."""
+    by_layer: dict[str, list[Found]] = {}
+    for f in found:
+        if f.item.timestamp is not None and f.item.layer != "working":
+            by_layer.setdefault(f.item.layer, []).append(f)
+    out: dict[int, float] = {}
+    for items in by_layer.values():
+        times = [f.item.timestamp.timestamp() for f in items if f.item.timestamp is not None]
+        low, high = min(times), max(times)
+        for f in items:
+            assert f.item.timestamp is not None
+            t = f.item.timestamp.timestamp()
+            out[id(f)] = 0.5 if high == low else (t - low) / (high - low)
+    return out

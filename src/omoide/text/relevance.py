@@ -1,0 +1,87 @@
+"""How relevant a stored text is to a question: its words and its meaning, on one scale.
+
+Every ranker of omoide — ``EpisodicStore.recall`` and each source of ``Memory.recall`` —
+rates relevance with :func:`relevance`, from two signals in [0, 1]:
+
+* **words**: the text's full-text BM25 divided by the best BM25 among the candidates of the
+  same query, times the share of the question's content words the text holds
+  (:func:`word_share`) — BM25 normalised alone rates a text sharing one word of five as highly
+  as one sharing all five;
+* **meaning**: the cosine of the question's and the text's embeddings, calibrated so that
+  unrelated texts score 0 and the same meaning 1
+  (:meth:`~omoide.providers.embeddings.Embedder.calibrate`).
+
+Relevance is their weighted mean, ``(words + dense_weight × meaning) / (1 + dense_weight)``,
+except for a text in another language than the question: it cannot share the question's
+words, so it is judged by its meaning alone (:func:`same_language`). Priors then multiply
+relevance: :func:`prior` (a writer's importance, an item's recency), 1 at their neutral value.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+
+from omoide.text.fulltext import term_key
+
+__all__ = ["languages", "prior", "relevance", "same_language", "word_share", "words_signal"]
+
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uff66-\uff9f]")
+_LATIN = re.compile(r"[A-Za-z]")
+#: A text is in a script when at least this share of its letters is of that script.
+SCRIPT_SHARE = 0.2
+
+
+def languages(text: str) -> frozenset[str]:
+    """The scripts a text is written in: ``"cjk"`` (Japanese, Chinese, Korean) and/or
+    ``"latin"`` — each when at least :data:`SCRIPT_SHARE` of its letters are of it."""
+    sample = unicodedata.normalize("NFKC", text[:2000])
+    cjk = len(_CJK.findall(sample))
+    latin = len(_LATIN.findall(sample))
+    letters = cjk + latin
+    if letters == 0:
+        return frozenset()
+    found = set()
+    if cjk / letters >= SCRIPT_SHARE:
+        found.add("cjk")
+    # Latin letters count by word: a Japanese sentence naming "CI" is not English.
+    if latin / letters >= SCRIPT_SHARE or cjk == 0:
+        found.add("latin")
+    return frozenset(found)
+
+
+def same_language(question: frozenset[str], text: frozenset[str]) -> bool:
+    """True when the text shares a script with the question (or either has none)."""
+    return not question or not text or bool(question & text)
+
+
+def word_share(terms: Iterable[str], analysed: str) -> float:
+    """Share of the question's content ``terms`` (:func:`~omoide.text.fulltext.content_terms`)
+    found in ``analysed``, a text already analysed into terms (as stored for full text)."""
+    wanted = list(terms)
+    if not wanted:
+        return 0.0
+    present = {term_key(t) for t in analysed.split()}
+    return sum(1 for t in wanted if term_key(t) in present) / len(wanted)
+
+
+def words_signal(bm25: float, best: float, share: float) -> float:
+    """The words signal in [0, 1]: BM25 relative to the best candidate's, times the share."""
+    if best <= 0 or bm25 <= 0:
+        return 0.0
+    return min(1.0, bm25 / best) * share
+
+
+def relevance(words: float, meaning: float, *, dense_weight: float, comparable: bool) -> float:
+    """Words and meaning fused (see the module's docstring); ``comparable`` False for a text
+    in another language than the question, which is judged by meaning alone."""
+    if not comparable:
+        return meaning
+    return (words + dense_weight * meaning) / (1 + dense_weight)
+
+
+def prior(value: float, strength: float) -> float:
+    """The factor a prior in [0, 1] gives relevance: ``1 + strength × (value − 0.5)``, 1 at the
+    neutral 0.5 (``strength`` in [0, 2) keeps it positive)."""
+    return 1.0 + strength * (value - 0.5)
