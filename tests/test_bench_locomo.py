@@ -14,6 +14,8 @@ BENCH = Path(__file__).resolve().parents[1] / "bench" / "locomo.py"
 
 @pytest.fixture(scope="module")
 def locomo() -> object:
+    if str(BENCH.parents[1]) not in sys.path:  # bench/ imports its siblings as ``bench.*``
+        sys.path.insert(0, str(BENCH.parents[1]))
     spec = importlib.util.spec_from_file_location("bench_locomo", BENCH)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

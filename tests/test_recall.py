@@ -329,12 +329,15 @@ def test_settings_change_the_ranking(tmp_path: object, clock: ManualClock) -> No
         ("mel", "Unrelated: the weather is nice"),
         ("caro", "Yes, sunny all week"),
     ]
-    with Memory(path, clock=clock) as mem:
+    open_cut = Config(router=dataclasses.replace(RouterConfig(), relative_floor=0.0))
+    with Memory(path, clock=clock, config=open_cut) as mem:
         record_thread(mem, rows, "s")
         with_neighbours = mem.recall("pottery class", agent_name="x", layers=["episodic"])
         scores = {i.id: i.signals["words"] for i in with_neighbours.items}
     config = Config(
-        router=dataclasses.replace(RouterConfig(), context_key_weights=(1, 0, 0), dense_weight=0.0)
+        router=dataclasses.replace(
+            RouterConfig(), context_key_weights=(1, 0, 0), dense_weight=0.0, relative_floor=0.0
+        )
     )
     with Memory(path, clock=clock, config=config) as mem:
         alone = mem.recall("pottery class", agent_name="x", layers=["episodic"])

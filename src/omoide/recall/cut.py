@@ -54,7 +54,9 @@ def cut(found: Sequence[Found], how: Cut, embedder: Embedder) -> list[Found]:
     best = ranked[0].item.score
     floor = max(how.min_score, how.relative_floor * best)
     ranked = _current_first(ranked)
-    ranked = [f for f in ranked if f.item.score >= floor or _needed(f, ranked, floor)]
+    # The current version of a fact whose superseded version passes the floor passes too.
+    needed = {f.successor for f in ranked if f.successor and f.item.score >= floor}
+    ranked = [f for f in ranked if f.item.score >= floor or f.item.id in needed]
     similar = _similarity(ranked, embedder) if how.diversity or how.restated_similarity else None
     if similar is not None and how.restated_similarity > 0:
         ranked, similar = _newer_first(ranked, similar, how.restated_similarity)
@@ -74,11 +76,6 @@ def _current_first(ranked: list[Found]) -> list[Found]:
         if newer is not None and newer > at:
             out.insert(at, out.pop(newer))
     return out
-
-
-def _needed(f: Found, ranked: Sequence[Found], floor: float) -> bool:
-    """True for the current version of a fact whose superseded version passes the floor."""
-    return any(g.successor == f.item.id and g.item.score >= floor for g in ranked)
 
 
 def _similarity(found: Sequence[Found], embedder: Embedder) -> np.ndarray:

@@ -36,7 +36,7 @@ SCRIPT_SHARE = 0.2
 def languages(text: str) -> frozenset[str]:
     """The scripts a text is written in: ``"cjk"`` (Japanese, Chinese, Korean) and/or
     ``"latin"`` — each when at least :data:`SCRIPT_SHARE` of its letters are of it."""
-    sample = unicodedata.normalize("NFKC", text[:2000])
+    sample = unicodedata.normalize("NFKC", text[:400])
     cjk = len(_CJK.findall(sample))
     latin = len(_LATIN.findall(sample))
     letters = cjk + latin
@@ -58,12 +58,20 @@ def same_language(question: frozenset[str], text: frozenset[str]) -> bool:
 
 def word_share(terms: Iterable[str], analysed: str) -> float:
     """Share of the question's content ``terms`` (:func:`~omoide.text.fulltext.content_terms`)
-    found in ``analysed``, a text already analysed into terms (as stored for full text)."""
+    found in ``analysed``, a text already analysed into terms (as stored for full text).
+
+    Terms compare by :func:`~omoide.text.fulltext.term_key`: an English word by its first five
+    letters (so a stored word starting with them matches), anything else whole."""
     wanted = list(terms)
     if not wanted:
         return 0.0
-    present = {term_key(t) for t in analysed.split()}
-    return sum(1 for t in wanted if term_key(t) in present) / len(wanted)
+    padded = f" {analysed} "
+    found = 0
+    for term in wanted:
+        key = term_key(term)
+        whole = not (len(key) == 5 and key.isascii() and key.isalpha())
+        found += (f" {key} " if whole else f" {key}") in padded
+    return found / len(wanted)
 
 
 def words_signal(bm25: float, best: float, share: float) -> float:
