@@ -24,13 +24,13 @@ def pack(
     budget: int,
     counter: TokenCounter,
 ) -> tuple[list[ContextItem], str, int]:
-    """Greedy by score: the best items that fit; a long item is cut to fit if enough
-    room is left. The rendered text is counted at the end and trimmed if the parts'
+    """Greedy in rank order (``candidates`` come ranked, best first): the items that fit; a
+    long item is cut to fit if enough room is left. The rendered text is counted at the end and trimmed if the parts'
     counts did not add up (tokenizers are not exactly additive)."""
     count = counter.count
     head = render_header(query, agent)
     used = count(head) + count(FOOTER) + 2
-    ranked = sorted(candidates, key=lambda i: (-i.score, i.layer, i.id))
+    ranked = candidates
     chosen: list[ContextItem] = []
     blocks: list[str] = []
     misses = 0
@@ -77,10 +77,10 @@ def _fingerprint(text: str) -> str:
 
 def dedupe(items: list[ContextItem]) -> list[ContextItem]:
     """One item per memory: by layer and id, by the episode a document was made from, and by
-    identical text. The highest score wins."""
+    identical text. ``items`` come ranked: the first of each memory stays, in that order."""
     best: dict[str, ContextItem] = {}
     alias: dict[str, str] = {}
-    for item in sorted(items, key=lambda i: -i.score):
+    for item in items:
         keys = [f"{item.layer}:{item.id}", "text:" + _fingerprint(item.text)]
         episode_id = item.metadata.get("episode_id") if item.layer == "semantic" else None
         if item.layer == "episodic":
