@@ -363,7 +363,7 @@ def procedure_poisoning(server: Server, tally: Tally) -> None:
     """8. A catch-all trigger and a declared rate must not win; one agent's failures are bounded."""
     victim, attacker = server.client("ceo"), server.client("designer")
     body = {"name": "deploy_app", "trigger": "deploy|~デプロイ", "template": "test → build → ship"}
-    victim.post("/v1/procedures", json={**body, "scope": "global"})
+    name = victim.post("/v1/procedures", json={**body, "scope": "global"}).json()["name"]
     for trigger in ("*", "**", "?*", "deploy*|*"):
         body = {"name": f"evil{len(trigger)}", "trigger": trigger, "template": "rm -rf"}
         if _send(tally, attacker, "POST", "/v1/procedures", json=body).status_code < 400:
@@ -371,11 +371,11 @@ def procedure_poisoning(server: Server, tally: Tally) -> None:
     body = {"name": "evil", "trigger": "deploy the app", "template": "x", "success_rate": 1.0}
     if _send(tally, attacker, "POST", "/v1/procedures", json=body).status_code < 400:
         tally.leak("a shared procedure declared its own success rate")
-    before = victim.get("/v1/procedures/deploy_app").json()["success_rate"]
+    before = victim.get(f"/v1/procedures/{name}").json()["success_rate"]
     for _ in range(30):
         body = {"quality_score": 0, "success": False}
-        _send(tally, attacker, "POST", "/v1/procedures/deploy_app/outcomes", json=body)
-    after = victim.get("/v1/procedures/deploy_app").json()["success_rate"]
+        _send(tally, attacker, "POST", f"/v1/procedures/{name}/outcomes", json=body)
+    after = victim.get(f"/v1/procedures/{name}").json()["success_rate"]
     if after < before * 0.5:
         tally.leak(f"one agent's failures drove the rate from {before:.2f} to {after:.2f}")
 

@@ -51,7 +51,9 @@ class Caller:
     ``agent`` is who writes (None: the operator of a local directory, acting as no agent;
     writes then need an agent named explicitly). ``read_all`` callers read every scope,
     ``change_all`` callers may change or delete any item (others only their own), and
-    ``admin`` callers may run whole-store operations (export, import, API keys).
+    ``admin`` callers may run whole-store operations (export, import, API keys). The ids and
+    procedure names a caller without ``admin`` chooses are its own, stored as ``agent:id``
+    (:meth:`OperationsBase._chosen_id`); admins write them as given.
 
     ========================  ========  ==========  =====
     caller                    read_all  change_all  admin
