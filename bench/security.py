@@ -281,6 +281,28 @@ def existence_oracles(server: Server, tally: Tally) -> None:
         answers.add((got.status_code, "created" if got.status_code == 201 else got.text))
     if len(answers) != 1:
         tally.leak(f"storing guesses answered {sorted(answers)}")
+    explicit_ids(victim, attacker, tally)
+
+
+def explicit_ids(victim: httpx.Client, attacker: httpx.Client, tally: Tally) -> None:
+    """4. Writing an explicit id (episode, document, procedure name) that the victim's private
+    item holds answers as writing a free one, and leaves the victim's item as it was."""
+    documents = "/v1/collections/knowledge/documents"
+    writes: list[tuple[str, Callable[[str], dict[str, Any]]]] = [
+        ("/v1/episodes", lambda i: {"event_type": "note", "description": "x", "id": i}),
+        (documents, lambda i: {"documents": ["x"], "ids": [i]}),
+        ("/v1/procedures", lambda i: {"name": i, "trigger": i, "template": "x"}),
+    ]
+    for n, (path, body) in enumerate(writes):
+        held, free = f"vault-{n}", f"free-{n}"
+        victim.post(path, json={**body(held), "scope": "private"})
+        a = _send(tally, attacker, "POST", path, json=body(held))
+        b = _send(tally, attacker, "POST", path, json=body(free))
+        if a.status_code != b.status_code or a.text.count(held) != b.text.count(free):
+            tally.leak(f"POST {path}: {a.status_code} {a.text[:80]} vs {b.status_code}")
+        mine = victim.get(f"{path}/{held}")
+        if mine.status_code != 200 or mine.json().get("agent_name") != "ceo":
+            tally.leak(f"the victim's {path} item changed: {mine.text[:80]}")
 
 
 def foreign_supersede(server: Server, tally: Tally) -> None:
@@ -483,7 +505,8 @@ CHANGED: list[tuple[str, str]] = [
     (
         "4 existence oracles",
         "unreadable answers exactly as absent (404, same body); default ids "
-        "hash the writer with the content; per-agent cache entries",
+        "hash the writer with the content; per-agent cache entries; chosen ids and "
+        "procedure names are the writer's own (`agent:id`), so a write never collides",
     ),
     (
         "5 context keys",
