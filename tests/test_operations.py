@@ -87,18 +87,18 @@ def test_only_owners_change_items(team_mem: Memory) -> None:
         for other in (cto, admin):
             with pytest.raises(PermissionDeniedError, match="belongs to ceo"):
                 attempt(other)
-    ceo.store("knowledge", ["original"], ids=["doc"])
+    ceo.store("knowledge", ["original"], ids=["doc"])  # stored as ceo:doc
     with pytest.raises(PermissionDeniedError):
-        cto.store("knowledge", ["replacement"], ids=["doc"])
-    with pytest.raises(PermissionDeniedError):
-        cto.delete_document("knowledge", "doc")
-    assert team_mem.semantic.get("knowledge", "doc").document == "original"
+        cto.delete_document("knowledge", "ceo:doc")
+    # A chosen id is the writer's own: the cto's write of ceo:doc makes cto:ceo:doc.
+    assert cto.store("knowledge", ["replacement"], ids=["ceo:doc"])["ids"] == ["cto:ceo:doc"]
+    assert team_mem.semantic.get("knowledge", "ceo:doc").document == "original"
     ceo.register_procedure("deploy", "deploy:*", "v1")
     with pytest.raises(PermissionDeniedError):
-        cto.evolve_procedure("deploy", "v2")
+        cto.evolve_procedure("ceo:deploy", "v2")
     with pytest.raises(PermissionDeniedError):
-        cto.rollback_procedure("deploy", 1)
-    assert cto.report_outcome("deploy", 8.0, True)["execution_count"] == 1
+        cto.rollback_procedure("ceo:deploy", 1)
+    assert cto.report_outcome("ceo:deploy", 8.0, True)["execution_count"] == 1
     assert ceo.update_episode(episode["id"], outcome="done")["outcome"] == "done"
     operator = LocalOperations(team_mem, Caller.operator(team_mem))
     assert operator.delete_episode(episode["id"])["id"] == episode["id"]
@@ -231,7 +231,7 @@ def test_audit_entries_follow_the_scopes_of_their_items(team_mem: Memory) -> Non
     ceo, cto = as_agent(team_mem, "ceo"), as_agent(team_mem, "cto")
     ceo.store("knowledge", ["ceo's private memo"], ids=["memo"], scope="private")
     ceo.store("knowledge", ["leads memo"], ids=["leads"], scope="team:leads")
-    for doc in ("memo", "leads"):
+    for doc in ("ceo:memo", "ceo:leads"):  # the ids the ceo chose, as stored
         team_mem.lifecycle.apply(
             "semantic",
             doc,
@@ -242,10 +242,11 @@ def test_audit_entries_follow_the_scopes_of_their_items(team_mem: Memory) -> Non
             run_id="r1",
         )
     admin = as_agent(team_mem, "ops", admin=True)
-    assert {e["item_id"] for e in admin.audit(AuditQuery(policy="manual"))} == {"memo", "leads"}
-    assert {e["item_id"] for e in ceo.audit(AuditQuery(policy="manual"))} == {"memo", "leads"}
+    both = {"ceo:memo", "ceo:leads"}
+    assert {e["item_id"] for e in admin.audit(AuditQuery(policy="manual"))} == both
+    assert {e["item_id"] for e in ceo.audit(AuditQuery(policy="manual"))} == both
     seen = cto.audit(AuditQuery(policy="manual"))
-    assert [e["item_id"] for e in seen] == ["leads"]
+    assert [e["item_id"] for e in seen] == ["ceo:leads"]
     assert "ceo's private memo" not in str(seen)
     assert as_agent(team_mem, "designer").audit() == []
     assert (
@@ -273,10 +274,10 @@ def test_restore_is_for_the_owner_or_an_admin(team_mem: Memory) -> None:
         cto.restore("no-such-item")
     ceo.store("knowledge", ["a doc"], ids=["doc"])
     team_mem.lifecycle.apply(
-        "semantic", "doc", "archive", collection="knowledge", policy="m", reason="t", run_id="r"
+        "semantic", "ceo:doc", "archive", collection="knowledge", policy="m", reason="t", run_id="r"
     )
     admin = as_agent(team_mem, "ops", admin=True)
-    back = admin.restore("doc", collection="knowledge")
+    back = admin.restore("ceo:doc", collection="knowledge")
     assert (back["layer"], back["collection"], back["item"]["state"]) == (
         "semantic",
         "knowledge",

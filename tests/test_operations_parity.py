@@ -120,7 +120,7 @@ def test_remote_operations_answer_as_local_ones(live_server: LiveServer) -> None
     found = remote.search_episodes("indigo parity", tags=["parity"], top_k=1)
     assert [e["id"] for e in found] == [episode["id"]]
     stored = remote.store("knowledge", ["parity document about indigo"], ids=["parity-doc"])
-    assert stored["ids"] == ["parity-doc"]
+    assert stored["ids"] == ["cto:parity-doc"]  # a chosen id is stored as the agent's own
     assert remote.get_document("knowledge", "parity-doc")["document"].startswith("parity")
     assert (
         remote.query("knowledge", "indigo", 1)[0]["id"]
@@ -130,8 +130,8 @@ def test_remote_operations_answer_as_local_ones(live_server: LiveServer) -> None
         d["id"] for d in local.list_documents("knowledge", limit=2)
     ]
     remote.register_procedure("parity-proc", "parity:*", "v1", description="d")
-    assert remote.match_procedure("parity:go")["best"]["name"] == "parity-proc"
-    assert remote.report_outcome("parity-proc", 8.0, True)["name"] == "parity-proc"
+    assert remote.match_procedure("parity:go")["best"]["name"] == "cto:parity-proc"
+    assert remote.report_outcome("parity-proc", 8.0, True)["name"] == "cto:parity-proc"
     assert remote.evolve_procedure("parity-proc", "v2")["template"] == "v2"
     assert len(remote.procedure_history("parity-proc")) == 2
     assert remote.rollback_procedure("parity-proc", 1)["template"] == "v1"
@@ -151,6 +151,6 @@ def test_remote_operations_answer_as_local_ones(live_server: LiveServer) -> None
     with pytest.raises(NotFoundError):
         remote.restore("no-such-item")
     assert remote.recall("indigo")["agent_name"] == "cto"
-    assert remote.delete_document("knowledge", "parity-doc")["id"] == "parity-doc"
+    assert remote.delete_document("knowledge", "parity-doc")["id"] == "cto:parity-doc"
     assert remote.delete_episode(episode["id"])["id"] == episode["id"]
     assert remote.stats()["layers"].keys() == local.stats()["layers"].keys()

@@ -99,10 +99,10 @@ def test_dry_run_does_not_report_another_agents_document_with_the_same_id(
     [policy] = [p for p in mine.json()["policies"] if p["name"] == "untouched_docs"]
     seen = sorted(s[0] for s in policy["skipped"])
     # The designer's two documents, once each: not the CEO's collide-1 in knowledge.
-    assert seen == ["collide-1", "collide-2"]
+    assert seen == ["designer:collide-1", "designer:collide-2"]
     assert policy["candidates"] == 2
     [ceo_policy] = [p for p in theirs.json()["policies"] if p["name"] == "untouched_docs"]
-    assert sorted(s[0] for s in ceo_policy["skipped"]) == ["collide-1"]
+    assert sorted(s[0] for s in ceo_policy["skipped"]) == ["ceo:collide-1"]
 
 
 # -- finding 11: the data directory is private --------------------------------------------
@@ -288,7 +288,7 @@ def test_admin_purge_removes_a_never_forget_item_audited(server: Server) -> None
         wrong_collection = admin.post(
             "/v1/admin/purge",
             json={
-                "id": "fb-purge-1",
+                "id": "ceo:fb-purge-1",
                 "layer": "semantic",
                 "collection": "knowledge",
                 "reason": "spam",
@@ -306,21 +306,21 @@ def test_admin_purge_removes_a_never_forget_item_audited(server: Server) -> None
         doc = admin.post(
             "/v1/admin/purge",
             json={
-                "id": "fb-purge-1",
+                "id": "ceo:fb-purge-1",
                 "layer": "semantic",
                 "collection": "feedback",
                 "reason": "spam",
             },
         )
         assert doc.status_code == 200, doc.text
-        assert admin.get("/v1/collections/feedback/documents/fb-purge-1").status_code == 404
+        assert admin.get("/v1/collections/feedback/documents/ceo:fb-purge-1").status_code == 404
         found = admin.post(
             "/v1/collections/feedback/query", json={"query_text": "customer hated the logo"}
         ).json()
         assert isinstance(found, list)
-        assert all(hit["doc_id"] != "fb-purge-1" for hit in found)
+        assert all(hit["doc_id"] != "ceo:fb-purge-1" for hit in found)
         audit = admin.get("/v1/audit", params={"action": "purge"}).json()
-        assert {e["item_id"] for e in audit} >= {episode["id"], "fb-purge-1"}
+        assert {e["item_id"] for e in audit} >= {episode["id"], "ceo:fb-purge-1"}
         again = admin.post("/v1/admin/purge", json=body)
         assert again.status_code == 404
 

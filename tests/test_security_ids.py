@@ -253,6 +253,14 @@ def test_every_route_answers_an_unreadable_item_as_absent(live_server: LiveServe
             ),
         ]
         assert [m.status_code for m in made] == [201, 201, 201], [m.text for m in made]
+        # The attacker names the stored ids (ceo:…) and the short ones the ceo chose.
+        short = (episode_id, doc_id, name)
+        episode_id, doc_id, name = (
+            made[0].json()["id"],
+            made[1].json()["ids"][0],
+            made[2].json()["name"],
+        )
+        assert (episode_id, doc_id, name) == tuple(f"ceo:{given}" for given in short)
         cache_key = f"https://intranet/{uid()}"
         cached = victim.put(
             "/v1/cache",
@@ -295,6 +303,13 @@ def test_every_route_answers_an_unreadable_item_as_absent(live_server: LiveServe
             ),
             "cache": lambda: attacker.get("/v1/cache", params={"key": cache_key}),
             "audit": lambda: attacker.get("/v1/audit", params={"item_id": doc_id}),
+            "get episode by short id": lambda: attacker.get(f"/v1/episodes/{short[0]}"),
+            "get document by short id": lambda: attacker.get(
+                f"/v1/collections/knowledge/documents/{short[1]}"
+            ),
+            "get procedure by short name": lambda: attacker.get(f"/v1/procedures/{short[2]}"),
+            "restore by short id": lambda: attacker.post("/v1/restore", json={"id": short[0]}),
+            "audit by short id": lambda: attacker.get("/v1/audit", params={"item_id": short[1]}),
         }
         present = {route: ask() for route, ask in asks.items()}
         _archive(live_server, "episodic", episode_id)
@@ -310,76 +325,77 @@ def test_every_route_answers_an_unreadable_item_as_absent(live_server: LiveServe
         mem.semantic.delete("knowledge", [victim_cache])
         for route, ask in asks.items():
             absent = ask()
-            expected = 200 if route == "audit" else 404
+            expected = 200 if route.startswith("audit") else 404
             assert absent.status_code == expected, (route, absent.text)
             same_answer(present[route], absent)
             same_answer(archived[route], absent)
 
 
 def test_taken_names_answer_the_same_whoever_holds_them(live_server: LiveServer) -> None:
-    """An explicit id or a procedure name is a name in a shared namespace: taking a taken
-    one is refused (409), with one body whoever holds it (the ceo or the cto, readable or
-    not) and no owner named."""
+    """An explicit id or a procedure name is the writer's own: taking one another agent
+    holds (the ceo or the cto, readable or not) answers exactly as taking a free one — the
+    write succeeds as the taker's item, and no holder is named."""
     with (
         live_server.client("ceo") as ceo,
         live_server.client("cto") as cto,
         live_server.client("designer") as attacker,
     ):
-        answers: dict[str, list[httpx.Response]] = {"episode": [], "document": [], "procedure": []}
-        for holder in (ceo, cto):
+        answers: dict[str, list[Any]] = {"episode": [], "document": [], "procedure": []}
+        for holder in (ceo, cto, None):
             episode_id, doc_id, name = uid("e"), uid("d"), uid("p")
-            assert (
-                holder.post(
-                    "/v1/episodes",
-                    json={
-                        "event_type": "note",
-                        "description": "x",
-                        "id": episode_id,
-                        "scope": "private",
-                    },
-                ).status_code
-                == 201
-            )
-            assert (
-                holder.post(
-                    "/v1/collections/knowledge/documents",
-                    json={"documents": ["x"], "ids": [doc_id], "scope": "private"},
-                ).status_code
-                == 201
-            )
-            assert (
-                holder.post(
-                    "/v1/procedures",
-                    json={"name": name, "trigger": name, "template": "x", "scope": "private"},
-                ).status_code
-                == 201
-            )
-            answers["episode"].append(
-                attacker.post(
+            if holder is not None:
+                made = [
+                    holder.post(
+                        "/v1/episodes",
+                        json={
+                            "event_type": "note",
+                            "description": "x",
+                            "id": episode_id,
+                            "scope": "private",
+                        },
+                    ),
+                    holder.post(
+                        "/v1/collections/knowledge/documents",
+                        json={"documents": ["x"], "ids": [doc_id], "scope": "private"},
+                    ),
+                    holder.post(
+                        "/v1/procedures",
+                        json={"name": name, "trigger": name, "template": "x", "scope": "private"},
+                    ),
+                ]
+                assert [m.status_code for m in made] == [201, 201, 201]
+            taken = {
+                "episode": attacker.post(
                     "/v1/episodes",
                     json={"event_type": "note", "description": "y", "id": episode_id},
-                )
-            )
-            answers["document"].append(
-                attacker.post(
+                ),
+                "document": attacker.post(
                     "/v1/collections/knowledge/documents",
                     json={"documents": ["y"], "ids": [doc_id]},
-                )
-            )
-            answers["procedure"].append(
-                attacker.post(
+                ),
+                "procedure": attacker.post(
                     "/v1/procedures", json={"name": name, "trigger": name, "template": "y"}
-                )
-            )
-        for kind, (by_ceo, by_cto) in answers.items():
-            assert by_ceo.status_code == by_cto.status_code == 409, (kind, by_ceo.text)
-            assert by_ceo.json()["error"] == by_cto.json()["error"] == "AlreadyExistsError"
-            for answer in (by_ceo, by_cto):
+                ),
+            }
+            for kind, answer in taken.items():
+                assert answer.status_code == 201, (kind, answer.text)
                 assert "ceo" not in answer.text and "cto" not in answer.text, kind
-            # The same words, only the (attacker-chosen) name differs.
-            first = by_ceo.json()["detail"].split("'")
-            second = by_cto.json()["detail"].split("'")
-            assert first[0] == second[0] and first[2:] == second[2:], kind
+                given = {"episode": episode_id, "document": doc_id, "procedure": name}[kind]
+                answers[kind].append(_without(answer.json(), given))
+        for kind, (by_ceo, by_cto, by_nobody) in answers.items():
+            assert by_ceo == by_cto == by_nobody, kind
+
+
+def _without(value: Any, given: str) -> Any:
+    """A JSON answer with the chosen name and the moments replaced (they differ by call)."""
+    if isinstance(value, dict):
+        return {
+            k: "T" if k in ("timestamp", "created_at", "last_updated") else _without(v, given)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_without(v, given) for v in value]
+    return value.replace(given, "ID") if isinstance(value, str) else value
 
 
 def test_mcp_cache_of_an_unreadable_key_is_like_no_entry(live_server: LiveServer) -> None:

@@ -198,7 +198,7 @@ def test_filters_within_the_limits_still_work(server: ServerProcess) -> None:
             json={"query_text": "thread pool", "where": where},
         )
     assert response.status_code == 200, response.text
-    assert [h["doc_id"] for h in response.json()] == ["fastapi-threads"]
+    assert [h["doc_id"] for h in response.json()] == ["ceo:fastapi-threads"]
     server.assert_alive()
 
 
@@ -245,7 +245,7 @@ def test_search_knowledge_refuses_wide_filters_over_mcp(
 
     found = _mcp(server, "designer", narrow)
     assert not found.is_error
-    assert [h["doc_id"] for h in found.structured_content["result"]] == ["fastapi-threads"]
+    assert [h["doc_id"] for h in found.structured_content["result"]] == ["ceo:fastapi-threads"]
 
 
 def test_a_chromadb_failure_is_a_backend_error(mem: Memory) -> None:

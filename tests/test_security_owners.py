@@ -70,14 +70,16 @@ def refused(response: httpx.Response, field: str) -> None:
 # -- finding 3: superseding someone else's decision ------------------------------------------
 
 
-def store(client: httpx.Client, doc_id: str, text: str, subject: str) -> None:
-    ok(
+def store(client: httpx.Client, doc_id: str, text: str, subject: str) -> str:
+    """Store one decision under ``doc_id``; its stored id (``agent:doc_id``) is returned."""
+    body = ok(
         client.post(
             "/v1/collections/decisions/documents",
             json={"documents": [text], "ids": [doc_id], "metadatas": [{"subject": subject}]},
         ),
         201,
     )
+    return str(body["ids"][0])
 
 
 def document(client: httpx.Client, doc_id: str) -> dict[str, Any]:
@@ -94,12 +96,14 @@ def test_a_subject_collision_across_owners_takes_nothing_over(server: ClockedSer
         server.client("designer") as designer,
         server.client("admin") as admin,
     ):
-        store(ceo, mine, "Production deploys are allowed on Tuesdays and Thursdays.", subject)
+        mine = store(
+            ceo, mine, "Production deploys are allowed on Tuesdays and Thursdays.", subject
+        )
         before = ok(ceo.post("/v1/collections/decisions/query", json={"query_text": question}))
         assert before[0]["doc_id"] == mine and before[0]["current"] is True
         # The attack: the same subject by another agent, and by an admin.
-        store(designer, theirs, "Lunch is pizza on Fridays.", subject)
-        store(admin, admins, "The admin prefers tea to coffee.", subject)
+        theirs = store(designer, theirs, "Lunch is pizza on Fridays.", subject)
+        admins = store(admin, admins, "The admin prefers tea to coffee.", subject)
         for doc_id in (mine, theirs, admins):
             doc = document(ceo, doc_id)
             assert doc["superseded_by"] is None and doc["version"] == 1, doc
@@ -111,8 +115,8 @@ def test_a_subject_collision_across_owners_takes_nothing_over(server: ClockedSer
         # The owner's own chain still supersedes: a control that the policy does archive.
         own_old, own_new = uid("ceo-old"), uid("ceo-new")
         own = f"{subject}.own"
-        store(ceo, own_old, "Release notes go out on Mondays.", own)
-        store(ceo, own_new, "Release notes go out on Wednesdays.", own)
+        own_old = store(ceo, own_old, "Release notes go out on Mondays.", own)
+        own_new = store(ceo, own_new, "Release notes go out on Wednesdays.", own)
         assert document(ceo, own_old)["superseded_by"] == own_new
         server.clock.advance(days=61)
         report = admin.post("/v1/maintain")
@@ -131,9 +135,9 @@ def test_an_agents_later_store_of_a_subject_still_supersedes_its_own(
     subject = f"pricing.{uuid.uuid4().hex[:6]}"
     first, second, foreign = uid("cto-1"), uid("cto-2"), uid("designer")
     with server.client("cto") as cto, server.client("designer") as designer:
-        store(cto, first, "The Pro plan costs 500 yen a month.", subject)
-        store(designer, foreign, "The Pro plan costs 1 yen a month.", subject)
-        store(cto, second, "The Pro plan costs 600 yen a month.", subject)
+        first = store(cto, first, "The Pro plan costs 500 yen a month.", subject)
+        foreign = store(designer, foreign, "The Pro plan costs 1 yen a month.", subject)
+        second = store(cto, second, "The Pro plan costs 600 yen a month.", subject)
         assert document(cto, first)["superseded_by"] == second
         assert (document(cto, second)["version"], document(cto, second)["superseded_by"]) == (
             2,
@@ -271,8 +275,8 @@ def test_a_broad_trigger_never_beats_a_specific_one(server: ClockedServer) -> No
     task = f"release_notes_{uuid.uuid4().hex[:6]}"
     specific, broad = uid("notes"), uid("grab")
     with server.client("ceo") as ceo, server.client("designer") as designer:
-        ok(register(ceo, specific, task), 201)
-        ok(register(designer, broad, "release*|~release"), 201)
+        specific = ok(register(ceo, specific, task), 201)["name"]  # stored as ceo:…
+        broad = ok(register(designer, broad, "release*|~release"), 201)["name"]
         for _ in range(20):  # the owner's own outcomes count fully
             polished = outcome(designer, broad, True, 10.0)
         assert polished["success_rate"] > 0.9
@@ -284,7 +288,7 @@ def test_a_broad_trigger_never_beats_a_specific_one(server: ClockedServer) -> No
 def test_one_agent_cannot_drown_another_agents_procedure(server: ClockedServer) -> None:
     victim, own = uid("review"), uid("selfreview")
     with server.client("cto") as cto, server.client("designer") as designer:
-        ok(register(cto, victim, f"{victim}_task"), 201)
+        victim = ok(register(cto, victim, f"{victim}_task"), 201)["name"]  # cto:review-…
         for _ in range(30):
             hit = outcome(designer, victim, False, 0.0)
         # The outsider's chain falls to 0.5 × 0.9³⁰; it is one voice of two.
@@ -302,13 +306,14 @@ def test_one_agent_cannot_drown_another_agents_procedure(server: ClockedServer) 
 def test_mcp_outcomes_are_attributed_per_agent(server: ClockedServer) -> None:
     name = uid("mcp-proc")
     with server.client("ceo") as ceo:
-        ok(register(ceo, name, f"{name}_task"), 201)
+        stored = ok(register(ceo, name, f"{name}_task"), 201)["name"]
+    assert stored == f"ceo:{name}"
     for _ in range(10):
         result = mcp_call(
             server,
             "designer",
             "report_outcome",
-            {"name": name, "quality_score": 0, "success": False},
+            {"name": stored, "quality_score": 0, "success": False},
         )
         assert not result.is_error
     figures = result.structured_content

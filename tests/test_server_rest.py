@@ -217,13 +217,16 @@ def test_changing_another_agents_items_is_forbidden(live_server: LiveServer) -> 
             "/v1/collections/knowledge/documents", json={"documents": ["原文"], "ids": [doc_id]}
         )
         assert stored.status_code == 201
+        doc_id = stored.json()["ids"][0]  # ceo:doc-…, the ceo's own
         overwrite = cto.post(
             "/v1/collections/knowledge/documents", json={"documents": ["改ざん"], "ids": [doc_id]}
         )
-        assert overwrite.status_code == 403
+        assert overwrite.json()["ids"] == [f"cto:{doc_id}"]  # the cto's own, a new one
+        assert cto.delete(f"/v1/collections/knowledge/documents/{doc_id}").status_code == 200
         assert cto.delete(f"/v1/collections/knowledge/documents/{doc_id}").status_code == 403
         assert ceo.get(f"/v1/collections/knowledge/documents/{doc_id}").json()["document"] == "原文"
-        ceo.post("/v1/procedures", json={"name": name, "trigger": name, "template": "v1"})
+        made = ceo.post("/v1/procedures", json={"name": name, "trigger": name, "template": "v1"})
+        name = made.json()["name"]
         assert (
             cto.post(f"/v1/procedures/{name}/versions", json={"template": "v2"}).status_code == 403
         )
@@ -331,16 +334,16 @@ def test_knowledge_round_trip(live_server: LiveServer) -> None:
                 "ids": [doc_id],
             },
         )
-        assert stored.json() == {"collection": "knowledge", "ids": [doc_id]}
+        assert stored.json() == {"collection": "knowledge", "ids": [f"cto:{doc_id}"]}
         hits = cto.post(
             "/v1/collections/knowledge/query",
             json={"query_text": "how does vector search work?", "where": {"topic": "chromadb"}},
         ).json()
-        assert hits[0]["doc_id"] == doc_id and 0 < hits[0]["similarity"] <= 1
+        assert hits[0]["doc_id"] == f"cto:{doc_id}" and 0 < hits[0]["similarity"] <= 1
         document = cto.get(f"/v1/collections/knowledge/documents/{doc_id}").json()
         assert document["agent_name"] == "cto" and document["metadata"]["reviewed"] is True
         listed = cto.get("/v1/collections/knowledge/documents", params={"limit": 1000}).json()
-        assert doc_id in {d["id"] for d in listed}
+        assert f"cto:{doc_id}" in {d["id"] for d in listed}
         collections = {c["name"]: c for c in cto.get("/v1/collections").json()}
         assert collections["knowledge"]["documents"] >= 1
         assert cto.delete(f"/v1/collections/knowledge/documents/{doc_id}").status_code == 200
@@ -356,7 +359,7 @@ def test_procedure_lifecycle(live_server: LiveServer) -> None:
         )
         assert created.status_code == 201 and created.json()["agent_name"] == "ceo"
         best = ceo.post("/v1/procedures/match", json={"task": "技術記事を書く"}).json()
-        assert name in {p["name"] for p in best["matches"]}
+        assert f"ceo:{name}" in {p["name"] for p in best["matches"]}
         ceo.post(f"/v1/procedures/{name}/outcomes", json={"quality_score": 9, "success": True})
         evolved = ceo.post(f"/v1/procedures/{name}/versions", json={"template": "読者 → 見出し"})
         assert evolved.status_code == 201 and evolved.json()["version"] == 2
@@ -438,7 +441,10 @@ def test_24_concurrent_clients_lose_nothing(live_server: LiveServer) -> None:
             for i in range(24)
         ]
     with live_server.client("ceo") as ceo:
-        ceo.post("/v1/procedures", json={"name": procedure, "trigger": procedure, "template": "x"})
+        made = ceo.post(
+            "/v1/procedures", json={"name": procedure, "trigger": procedure, "template": "x"}
+        )
+        procedure = made.json()["name"]  # ceo:…, the name the others reach it by
     start = threading.Barrier(24)
 
     def work(i: int) -> dict[str, Any]:
@@ -503,7 +509,7 @@ def test_24_concurrent_clients_lose_nothing(live_server: LiveServer) -> None:
             "/v1/collections/knowledge/query",
             json={"query_text": f"の知識 {run}", "n_results": 100},
         ).json()
-        assert {f"{run}-doc-{i}" for i in range(24)} <= {h["doc_id"] for h in hits}
+        assert {f"{run}-a{i}:{run}-doc-{i}" for i in range(24)} <= {h["doc_id"] for h in hits}
 
 
 # -- pipelines: recall, maintenance, audit, restore, index, cache ---------------------------
@@ -557,7 +563,7 @@ def test_audit_and_restore_respect_scopes_and_owners(live_server: LiveServer) ->
         assert stored.status_code == 201
         live_server.mem.lifecycle.apply(
             "semantic",
-            doc_id,
+            stored.json()["ids"][0],
             "archive",
             collection="knowledge",
             policy="manual",

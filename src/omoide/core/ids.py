@@ -9,6 +9,12 @@ could create the item before the system does and have the system's write land on
 (:func:`check_client_id`, applied by the front ends in :mod:`omoide.service.local`). The
 library itself, and imports of an export, still write them.
 
+On a server shared by agents that do not trust each other, an id a client chooses is the
+client's own (:func:`qualified_id`): agent ``b``'s ``x`` is stored as ``b:x``, so two agents'
+``x`` are two items and no write can collide with, or tell of, another agent's item. Agent
+names may not contain ``:`` (API keys refuse it), so the writer of a qualified id is the part
+before its first ``:``.
+
 Ids derived from something another agent could guess (a message number, a text) are keyed
 by a secret of the data directory (:func:`omoide.storage.secrets.directory_secret`), so no
 agent can compute the id the system will give someone else's item.
@@ -20,9 +26,13 @@ import hashlib
 import hmac
 from typing import Any
 
-from omoide.errors import ReservedIdError
+from omoide.core.validation import MAX_NAME_CHARS, check_name
+from omoide.errors import ReservedIdError, ValidationError
 
-__all__ = ["RESERVED_ID_PREFIXES", "check_client_id", "keyed_digest"]
+__all__ = ["QUALIFIER", "RESERVED_ID_PREFIXES", "check_client_id", "keyed_digest", "qualified_id"]
+
+#: Separates the writer's name from the id it chose in a stored id (``ceo:weekly-plan``).
+QUALIFIER = ":"
 
 #: Prefixes of the ids omoide generates for episodes and documents.
 RESERVED_ID_PREFIXES = (
@@ -46,6 +56,27 @@ def check_client_id(field: str, value: Any) -> Any:
             if folded.startswith(prefix):
                 raise ReservedIdError(field, value, prefix)
     return value
+
+
+def qualified_id(field: str, writer: str, value: Any) -> Any:
+    """The stored id of ``value`` chosen by ``writer``: ``writer:value``, or ``value`` itself
+    when it already starts with ``writer:`` (the stored id names the same item as the short
+    one). Another agent's qualifier is kept inside (``a:x`` by ``b`` is ``b:a:x``), so it can
+    never reach ``a``'s items. Non-strings pass through for the layer to refuse."""
+    if not isinstance(value, str):
+        return value
+    check_name(field, value)
+    if not writer or QUALIFIER in writer:
+        raise ValidationError("agent_name", f"{writer!r} cannot qualify ids (it holds ':')")
+    prefix = writer + QUALIFIER
+    stored = value if value.startswith(prefix) else prefix + value
+    if len(stored) > MAX_NAME_CHARS:
+        raise ValidationError(
+            field,
+            f"is {len(value):,} characters; stored as {writer}:…, the limit is "
+            f"{MAX_NAME_CHARS - len(prefix):,}",
+        )
+    return stored
 
 
 def keyed_digest(secret: bytes, *parts: str) -> str:

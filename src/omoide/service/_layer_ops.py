@@ -2,7 +2,9 @@
 
 A mixin of :class:`~omoide.service.local.LocalOperations` (kept apart for size) on the shared
 rules of :class:`~omoide.service.caller.OperationsBase`: writes are recorded as the calling
-agent, reads see what its scopes allow, and changing an existing item is for its owner.
+agent, reads see what its scopes allow, and changing an existing item is for its owner. An
+agent's chosen ids (an episode's ``id``, a document's, a procedure's ``name``) are its own:
+stored as ``agent:id``, and found again by the short form it chose.
 Results are the JSON-ready dicts the REST API returns.
 """
 
@@ -12,7 +14,6 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from omoide.core.ids import check_client_id
 from omoide.errors import NotFoundError, ValidationError
 from omoide.layers.semantic.store import content_id
 from omoide.layers.working import WorkingMemory, session_exists
@@ -67,7 +68,8 @@ class LayerOperations(OperationsBase):
         }
         fields = {k: v for k, v in given.items() if v is not None}
         self._refuse_agent_field(fields, "agent_name")
-        check_client_id("id", fields.get("id"))
+        if "id" in fields:
+            fields["id"] = self._chosen_id("id", fields["id"])
         self._check_episode_writer(fields, event_type, "event_type")
         self._check_backdate(fields.get("timestamp"), "timestamp")
         episode = self.mem.episodic.record(self._writer(), event_type, description, **fields)
@@ -81,10 +83,12 @@ class LayerOperations(OperationsBase):
         for i, item in enumerate(items):
             if isinstance(item, Mapping):
                 self._refuse_agent_field(item, f"items[{i}].agent_name")
-                check_client_id("id" if i == 0 else f"items[{i}].id", item.get("id"))
+                own = dict(item)
+                if own.get("id") is not None:
+                    own["id"] = self._chosen_id("id" if i == 0 else f"items[{i}].id", own["id"])
                 self._check_episode_writer(item, item.get("event_type"), f"items[{i}]")
                 self._check_backdate(item.get("timestamp"), f"items[{i}].timestamp")
-                prepared.append({**item, "agent_name": writer})
+                prepared.append({**own, "agent_name": writer})
             else:
                 prepared.append(item)
         return [_json(e) for e in self.mem.episodic.record_many(prepared)]
@@ -230,8 +234,7 @@ class LayerOperations(OperationsBase):
     ) -> dict[str, Any]:
         writer = self._writer()
         if isinstance(ids, Sequence) and not isinstance(ids, str | bytes):
-            for i, doc_id in enumerate(ids):
-                check_client_id(f"ids[{i}]", doc_id)
+            ids = [self._chosen_id(f"ids[{i}]", doc_id) for i, doc_id in enumerate(ids)]
         count = len(documents) if isinstance(documents, Sequence) else 0
         self._check_document_writer(collection, metadatas, count)
         targets = _target_ids(documents, ids, writer)
@@ -300,7 +303,7 @@ class LayerOperations(OperationsBase):
         scope: str | None = None,
     ) -> dict[str, Any]:
         proc = self.mem.procedural.register(
-            name,
+            self._chosen_id("name", name),
             trigger,
             template,
             description=description,
@@ -312,6 +315,7 @@ class LayerOperations(OperationsBase):
         return _procedure(proc)
 
     def get_procedure(self, name: str) -> dict[str, Any]:
+        name = self._procedure_name(name)
         return _procedure(self.mem.procedural.get(name, **self._reader))
 
     def match_procedure(self, task: str) -> dict[str, Any]:
@@ -324,6 +328,7 @@ class LayerOperations(OperationsBase):
         }
 
     def report_outcome(self, name: str, quality_score: float, success: bool) -> dict[str, Any]:
+        name = self._procedure_name(name)
         self.mem.procedural.get(name, **self._reader)
         proc = self.mem.procedural.update_from_outcome(
             name, quality_score, success, agent_name=self.caller.agent or ""
@@ -333,15 +338,18 @@ class LayerOperations(OperationsBase):
     def evolve_procedure(
         self, name: str, template: str, *, trigger: str | None = None
     ) -> dict[str, Any]:
+        name = self._procedure_name(name)
         current = self.mem.procedural.get(name, **self._reader)
         self._check_owner("procedure", name, current.agent_name)
         return _procedure(self.mem.procedural.evolve(name, template, trigger=trigger))
 
     def procedure_history(self, name: str) -> list[dict[str, Any]]:
+        name = self._procedure_name(name)
         self.mem.procedural.get(name, **self._reader)
         return [_json(v) for v in self.mem.procedural.history(name)]
 
     def rollback_procedure(self, name: str, version: int) -> dict[str, Any]:
+        name = self._procedure_name(name)
         current = self.mem.procedural.get(name, **self._reader)
         self._check_owner("procedure", name, current.agent_name)
         return _procedure(self.mem.procedural.rollback(name, version))

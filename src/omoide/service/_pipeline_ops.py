@@ -6,7 +6,8 @@ rules of :class:`~omoide.service.caller.OperationsBase`: the caller's identity a
 apply, results are JSON-ready dicts. Whole-store jobs (distill, forget, maintain, index) need
 an admin caller; a forgetting *dry run* is open to every agent and shows only the items it may
 read. The audit log holds snapshots of the items it acted on, so an agent reads only the
-entries of items its scopes allow.
+entries of items its scopes allow. An id an agent names (restore, audit) is its own stored id
+(``agent:id``) first, then the id as given (:meth:`~omoide.service.caller.OperationsBase._full_id`).
 """
 
 from __future__ import annotations
@@ -124,9 +125,15 @@ class PipelineOperations(OperationsBase):
     def audit(self, query: AuditQuery | None = None) -> list[dict[str, Any]]:
         """Audit entries newest first; an agent sees those of items its scopes allow."""
         filters = (query or AuditQuery()).filters()
-        entries = self.mem.audit(
-            **filters, reader=self.caller.reader, reader_teams=self.caller.teams
-        )
+        reader, teams = self.caller.reader, self.caller.teams
+        own = self._own_form(filters["item_id"]) if filters.get("item_id") else None
+        if own is not None:  # the caller's own item of that name first, as everywhere
+            entries = self.mem.audit(
+                **{**filters, "item_id": own}, reader=reader, reader_teams=teams
+            )
+            if entries:
+                return [_object(e) for e in entries]
+        entries = self.mem.audit(**filters, reader=reader, reader_teams=teams)
         return [_object(e) for e in entries]
 
     def restore(
@@ -169,18 +176,24 @@ class PipelineOperations(OperationsBase):
         )
 
     def _item_id(self, given: str, layer: str | None, collection: str | None) -> str:
-        """The whole id a unique prefix stands for, in the layer (or either) it names; an
-        id that some item has is itself."""
-        if not plain_name(given) or (collection is not None and not plain_name(collection, 1)):
+        """The whole id ``given`` stands for in the layer (or either) it names: the caller's
+        own stored id first, then ``given``, when the caller may read an item with it; else
+        the one id a unique prefix stands for (see :meth:`_full_id`)."""
+        if not plain_name(given, 1) or (collection is not None and not plain_name(collection, 1)):
             return given  # the lifecycle names what is wrong
         names = (layer,) if layer is not None else ("episodic", "semantic")
         episodic = "episodic" in names and collection is None
         semantic = "semantic" in names
+        reader, teams = self.caller.reader, self.caller.teams
         registry = self.mem.semantic.registry
-        if (episodic and self.mem.episodic.rows.exists(given)) or (
-            semantic and registry.collections_of(given, collection)
-        ):
-            return given
+        own = self._own_form(given)
+        for form in (own, given):
+            if form is None:
+                continue
+            if (episodic and self.mem.episodic.rows.is_visible(form, reader, teams)) or (
+                semantic and registry.ids_starting(form, collection, reader, teams)[:1] == [form]
+            ):
+                return form
         if episodic and (found := self._episode_id(given)) != given:
             return found
         return self._document_id(given, collection, "id") if semantic else given

@@ -18,9 +18,10 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from omoide.core.ids import check_client_id, qualified_id
 from omoide.core.scope import teams_of
 from omoide.core.validation import check_datetime, check_name
-from omoide.errors import AlreadyExistsError, PermissionDeniedError, ValidationError
+from omoide.errors import AlreadyExistsError, NotFoundError, PermissionDeniedError, ValidationError
 from omoide.memory import Memory
 from omoide.service.keys import ApiKey
 
@@ -50,7 +51,9 @@ class Caller:
     ``agent`` is who writes (None: the operator of a local directory, acting as no agent;
     writes then need an agent named explicitly). ``read_all`` callers read every scope,
     ``change_all`` callers may change or delete any item (others only their own), and
-    ``admin`` callers may run whole-store operations (export, import, API keys).
+    ``admin`` callers may run whole-store operations (export, import, API keys). The ids and
+    procedure names a caller without ``admin`` chooses are its own, stored as ``agent:id``
+    (:meth:`OperationsBase._chosen_id`); admins write them as given.
 
     ========================  ========  ==========  =====
     caller                    read_all  change_all  admin
@@ -226,8 +229,9 @@ class OperationsBase:
     def _check_document_owners(self, collection: str, ids: Sequence[Any]) -> None:
         """Refuse to overwrite documents the caller may not change. One it may read answers
         403 naming its owner (the caller can read that); one it may not read answers 409
-        "taken" without an owner, the same whoever holds it: an explicit id is a name in a
-        collection-wide namespace, and the refusal tells only that the name is in use."""
+        "taken" without an owner, the same whoever holds it. An agent's chosen ids are its
+        own (``agent:id``), so only an admin, the operator or an import can have put an
+        item there that the agent may not read: between agents, this never tells of one."""
         self.mem.semantic.count(collection)  # validates the collection name
         registry = self.mem.semantic.registry
         for doc_id in ids:
@@ -242,25 +246,59 @@ class OperationsBase:
                 )
             self._check_owner("document", f"{collection}/{doc_id}", held[0])
 
-    def _full_id(
-        self,
-        field: str,
-        given: str,
-        exists: Callable[[str], bool],
-        starting: Callable[[str], list[str]],
-    ) -> str:
-        """The id that ``given`` stands for: itself when an item has it (``exists``), else
-        the one id among the items the caller may read that starts with it (``starting``,
-        git-style). An ambiguous prefix is refused with the candidates; anything else is
-        returned unchanged, for the layer to answer (not found, bad name)."""
-        if not plain_name(given) or exists(given):
+    # -- ids a client chooses -------------------------------------------------------------
+
+    @property
+    def _namespaced(self) -> bool:
+        """Whether the ids and names this caller chooses are its own, stored qualified by
+        its name (an agent without admin rights: a client of a shared front end)."""
+        return self.caller.agent is not None and not self.caller.admin
+
+    def _chosen_id(self, field: str, value: Any) -> Any:
+        """The stored id of an id (or procedure name) the client chose: refused in a prefix
+        omoide generates ids with; for a namespaced caller, ``agent:value``
+        (:func:`~omoide.core.ids.qualified_id`); as given for admins and the operator."""
+        check_client_id(field, value)
+        if not self._namespaced or self.caller.agent is None:
+            return value
+        return qualified_id(field, self.caller.agent, value)
+
+    def _own_form(self, given: str) -> str | None:
+        """The caller's own stored id for a name it gives in a read, when that differs from
+        the name (None: not namespaced, already qualified by the caller, or unqualifiable)."""
+        if not self._namespaced or self.caller.agent is None:
+            return None
+        try:
+            own = qualified_id("id", self.caller.agent, given)
+        except ValidationError:
+            return None
+        return None if own == given else str(own)
+
+    def _full_id(self, field: str, given: str, starting: Callable[[str], list[str]]) -> str:
+        """The id that ``given`` stands for, the caller's own first: its own stored id
+        (``agent:given``, for a namespaced caller), then ``given`` itself, when the caller
+        may read an item with it; else the one id that starts with the own form, then with
+        ``given`` (git-style), among the items the caller may read (``starting``, which
+        lists them in order, so an id it may read comes first in its own list). An
+        ambiguous prefix is refused with the candidates; anything else is returned
+        unchanged, for the layer to answer (not found, bad name) — an item the caller may
+        not read never changes the answer."""
+        if not plain_name(given, 1):
             return given
-        ids = starting(given)
-        if len(ids) == 1:
-            return ids[0]
-        if ids:
-            shown = ", ".join(ids[:10]) + (", …" if len(ids) > 10 else "")
-            raise ValidationError(field, f"{given!r} is ambiguous; it starts: {shown}")
+        own = self._own_form(given)
+        forms = [form for form in (own, given) if form is not None]
+        for form in forms:
+            if starting(form)[:1] == [form]:
+                return form
+        if len(given) < MIN_PREFIX:
+            return given
+        for form in forms:
+            ids = starting(form)
+            if len(ids) == 1:
+                return ids[0]
+            if ids:
+                shown = ", ".join(ids[:10]) + (", …" if len(ids) > 10 else "")
+                raise ValidationError(field, f"{given!r} is ambiguous; it starts: {shown}")
         return given
 
     def _episode_id(self, given: str) -> str:
@@ -268,7 +306,6 @@ class OperationsBase:
         return self._full_id(
             "episode_id",
             given,
-            rows.exists,
             lambda p: rows.ids_starting(p, self.caller.reader, self.caller.teams),
         )
 
@@ -279,9 +316,20 @@ class OperationsBase:
         return self._full_id(
             field,
             given,
-            lambda i: bool(registry.collections_of(i, collection)),
             lambda p: registry.ids_starting(p, collection, self.caller.reader, self.caller.teams),
         )
+
+    def _procedure_name(self, given: str) -> str:
+        """The procedure ``given`` names: the caller's own ``agent:given`` when it may read
+        that, else ``given`` as it is (no prefixes: names are chosen, not generated)."""
+        own = self._own_form(given) if isinstance(given, str) else None
+        if own is not None:
+            try:
+                self.mem.procedural.get(own, **self._reader)
+            except NotFoundError:
+                return given
+            return own
+        return given
 
     @staticmethod
     def _refuse_agent_field(fields: Mapping[str, Any], name: str) -> None:

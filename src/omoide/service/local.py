@@ -9,9 +9,16 @@ Each operation is a thin call into the library with the caller's identity applie
   for its owner; reporting an outcome is for anyone who can read the procedure;
 * admin callers (admin keys, the local operator) read every scope and may run whole-store
   operations (export, import, API keys);
-* an item the caller may not read answers exactly as an absent one; taking an explicit id
-  that an unreadable item holds is a 409 that names no owner; ids a client chooses may not
-  start with a prefix omoide generates ids with (:mod:`omoide.core.ids`).
+* an item the caller may not read answers exactly as an absent one;
+* an id or procedure name an agent (not an admin) chooses is its own: stored as
+  ``agent:id`` (:func:`omoide.core.ids.qualified_id`), so agent A's ``x`` and agent B's ``x``
+  are two items and no write can collide with, or tell of, another agent's item. An id the
+  agent names in a read, update, delete, restore, audit or outcome is its own ``agent:x``
+  first, then ``x`` as stored (another agent's shared item is reached by its stored id); an id
+  that already starts with the agent's name is kept, one with another's name nests
+  (``a:x`` by ``b`` is ``b:a:x``). Admins and the local operator write ids as given;
+* ids a client chooses may not start with a prefix omoide generates ids with
+  (:mod:`omoide.core.ids`).
 
 Results are plain JSON-ready dicts — the shapes the REST API returns — so a front end runs the
 operations in-process (:class:`LocalOperations`) or against a server
