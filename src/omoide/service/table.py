@@ -19,11 +19,14 @@ from __future__ import annotations
 from omoide.errors import NotFoundError
 from omoide.service._layer_table import LAYER_OPERATIONS
 from omoide.service._pipeline_table import PIPELINE_OPERATIONS
+from omoide.service._store_table import STORE_OPERATIONS
 from omoide.service.operation import Operation
 
 __all__ = ["OPERATIONS", "operation"]
 
-OPERATIONS: dict[str, Operation] = {op.name: op for op in (*LAYER_OPERATIONS, *PIPELINE_OPERATIONS)}
+OPERATIONS: dict[str, Operation] = {
+    op.name: op for op in (*LAYER_OPERATIONS, *STORE_OPERATIONS, *PIPELINE_OPERATIONS)
+}
 
 
 def operation(name: str) -> Operation:
