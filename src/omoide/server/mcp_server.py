@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Annotated, Any
@@ -105,8 +105,11 @@ async def _bind_caller(ctx: ServerRequestContext[Any, Any], call_next: CallNext)
         _CALLER.reset(token)
 
 
-def create_mcp_server(operations: OperationsFor) -> MCPServer:
-    """An MCP server whose tools call ``operations(caller)``."""
+def create_mcp_server(
+    operations: OperationsFor, table: Iterable[Operation] = OPERATIONS.values()
+) -> MCPServer:
+    """An MCP server whose tools, one per operation of ``table`` with an MCP tool, call
+    ``operations(caller)``."""
     server: MCPServer = MCPServer(
         "omoide",
         title="omoide — long-term memory",
@@ -133,7 +136,7 @@ def create_mcp_server(operations: OperationsFor) -> MCPServer:
             content=[TextContent(type="text", text=line)], structured_content=data
         )
 
-    for op in OPERATIONS.values():
+    for op in table:
         if op.mcp is not None:
             server.add_tool(
                 _tool(op, op.mcp, call, answer),

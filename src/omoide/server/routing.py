@@ -47,12 +47,18 @@ _MODELS: dict[str, Any] = {
 
 
 def register(
-    api: APIRouter, op: Operation, route: Route, endpoint: Callable[..., Any], **options: Any
+    api: APIRouter,
+    op: Operation,
+    route: Route,
+    endpoint: Callable[..., Any],
+    models: schemas.Models = _MODELS,
+    **options: Any,
 ) -> None:
     """Register ``endpoint`` as ``route`` of ``op``, with the table's summary, description,
-    tag, response model and status code (``options`` go to FastAPI too)."""
+    tag, response model (by name in ``models``) and status code (``options`` go to FastAPI
+    too)."""
     if route.response is not None:
-        model = _MODELS[route.response]
+        model = models[route.response]
         options.setdefault("response_model", schemas.list_of(model) if op.returns_list() else model)
     api.api_route(
         route.path.removeprefix(PREFIX),
@@ -70,18 +76,20 @@ def operation_router(
     ops_dependency: Callable[..., Any],
     operations: Iterable[Operation] = OPERATIONS.values(),
     custom: Mapping[str, Custom] | None = None,
+    models: Mapping[str, type[BaseModel]] | None = None,
 ) -> APIRouter:
     """The routes of ``operations``, given the dependency that yields the caller's
-    operations and the handlers the table's ``custom`` routes name."""
+    operations, the handlers the table's ``custom`` routes name and the response models
+    its routes name beside those of the schemas (``models``)."""
     api = APIRouter()
-    bodies = _Bodies(list(operations))
+    bodies = _Bodies(list(operations), models or {})
     for op in bodies.operations:
         for route in op.rest:
             if route.custom is not None:
                 endpoint, options = (custom or {})[route.custom]
-                register(api, op, route, endpoint, **options)
+                register(api, op, route, endpoint, bodies, **options)
             else:
-                register(api, op, route, _handler(op, route, ops_dependency, bodies))
+                register(api, op, route, _handler(op, route, ops_dependency, bodies), bodies)
     return api
 
 
@@ -89,8 +97,9 @@ class _Bodies:
     """The request bodies of the operations, built once each (a list of one operation's
     bodies, as ``record_many`` takes, names that operation's model)."""
 
-    def __init__(self, operations: list[Operation]) -> None:
+    def __init__(self, operations: list[Operation], models: Mapping[str, Any]) -> None:
         self.operations = operations
+        self._models = {**_MODELS, **models}
         self._built: dict[str, type[BaseModel] | None] = {}
 
     def model(self, op: Operation, route: Route) -> type[BaseModel] | None:
@@ -102,8 +111,8 @@ class _Bodies:
     def __getitem__(self, name: str) -> Any:
         """A model by name: a response or item model of the schemas, or the request body
         of the operation it is named after (``RecordRequest``)."""
-        if name in _MODELS:
-            return _MODELS[name]
+        if name in self._models:
+            return self._models[name]
         for op in self.operations:
             if _body_name(op) == name:
                 return self.model(op, op.route())

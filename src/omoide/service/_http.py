@@ -31,10 +31,12 @@ from omoide.errors import (
     StoreLockedError,
     ValidationError,
 )
-from omoide.service.operation import Argument, Route
-from omoide.service.table import operation
+from omoide.service.operation import Argument, Operation, Route
+from omoide.service.table import OPERATIONS
 
-__all__ = ["HttpOperations", "clean", "remote_call"]
+__all__ = ["HttpOperations", "clean", "remote_call", "remote_calls"]
+
+H = TypeVar("H", bound="type[HttpOperations]")
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -86,7 +88,10 @@ def clean(fields: Mapping[str, Any]) -> dict[str, Any]:
 
 
 class HttpOperations:
-    """A server at ``url``, called as the agent of ``key``."""
+    """A server at ``url``, called as the agent of ``key``; :attr:`table` gives each
+    operation's routes."""
+
+    table: Mapping[str, Operation] = OPERATIONS
 
     def __init__(self, url: str, key: str | None, *, timeout: float = 300.0) -> None:
         parsed = urllib.parse.urlparse(url)
@@ -141,9 +146,15 @@ class HttpOperations:
     def _q(value: str) -> str:
         return urllib.parse.quote(value, safe="")
 
+    def _operation(self, name: str) -> Operation:
+        try:
+            return self.table[name]
+        except KeyError:
+            raise NotFoundError("operation", name) from None
+
     def _route(self, operation_name: str, method: str | None = None, /, **path: str) -> Route:
         """The route of an operation with its placeholders filled (quoted)."""
-        route = operation(operation_name).route(method)
+        route = self._operation(operation_name).route(method)
         return Route(route.method, route.path.format(**{k: self._q(v) for k, v in path.items()}))
 
     def _generic(self, operation_name: str, values: dict[str, Any]) -> Any:
@@ -153,7 +164,7 @@ class HttpOperations:
         names; unset ones and those at their defaults are left out (the server applies the
         same defaults). Local arguments are not sent: a callback is not called, any other
         value is refused (the server decides it, e.g. the agent from the key)."""
-        op = operation(operation_name)
+        op = self._operation(operation_name)
         route = op.route_for(values)
         placeholders = route.placeholders
         path = route.path.format(**{k: self._q(str(values[k])) for k in placeholders})
@@ -216,3 +227,12 @@ def remote_call(method: Callable[P, R]) -> Callable[P, R]:
         return result
 
     return call
+
+
+def remote_calls(cls: H) -> H:
+    """Class decorator: give ``cls`` the generic remote call of every operation of its
+    table that it does not write out itself (nor its table marks custom)."""
+    for name, op in cls.table.items():
+        if name not in vars(cls) and not any(route.custom for route in op.rest):
+            setattr(cls, name, remote_call(op.method()))
+    return cls

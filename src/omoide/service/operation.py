@@ -202,6 +202,9 @@ class Operation:
     cli: str | None = None
     #: Only reads though its route is a POST (a search with a body); GET routes only read.
     reads: bool = False
+    #: The protocol whose method this is (default :class:`Operations`; a table of another
+    #: surface, such as a test's, names its own).
+    protocol: Any = None
 
     @property
     def read_only(self) -> bool:
@@ -210,7 +213,7 @@ class Operation:
 
     def arguments(self) -> list[Argument]:
         """The arguments in the protocol's order; a dataclass parameter stands for its fields."""
-        method = getattr(Operations, self.name)
+        method = self.method()
         hints = typing.get_type_hints(method)
         out: list[Argument] = []
         for param in list(inspect.signature(method).parameters.values())[1:]:
@@ -223,6 +226,10 @@ class Operation:
                 out.append(self._argument(f.name, fields[f.name], f.default, param.name, kind))
         return out
 
+    def method(self) -> Any:
+        """The protocol's method: its signature is the operation's."""
+        return getattr(self.protocol or Operations, self.name)
+
     def wire_arguments(self, route: Route) -> list[Argument]:
         """The arguments a request of ``route`` carries: all but the local ones and those
         the route fixes."""
@@ -230,7 +237,7 @@ class Operation:
 
     def returns_list(self) -> bool:
         """Whether the operation answers with a list of records (else one record)."""
-        result = typing.get_type_hints(getattr(Operations, self.name)).get("return")
+        result = typing.get_type_hints(self.method()).get("return")
         return typing.get_origin(result) is list
 
     def _argument(

@@ -5,7 +5,8 @@ A server owns its data directory, so the CLI (``--url``) and a stdio MCP server
 :class:`~omoide.service.protocol.Operations` as :class:`~omoide.service.local.LocalOperations`
 does; each call goes to the method and path the operation table gives it
 (:mod:`omoide.service._http`). Every operation of the table is the generic call
-(:func:`~omoide.service._http.remote_call`, attached below), except the two whose route the
+(:func:`~omoide.service._http.remote_call`, attached by
+:func:`~omoide.service._http.remote_calls`), except the two whose route the
 table marks custom: the export streams JSON Lines and the import sends them. Local arguments
 do not travel: ``index`` reads the path on the server's machine and does not call
 ``progress`` (the server reports figures at the end). The key decides the agent, and the
@@ -19,20 +20,19 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from omoide.service._http import HttpOperations, remote_call
-from omoide.service.protocol import Operations
-from omoide.service.table import OPERATIONS
+from omoide.service._http import HttpOperations, remote_calls
 from omoide.service.transfer import Progress
 
 __all__ = ["RemoteOperations"]
 
 
+@remote_calls
 class RemoteOperations(HttpOperations):
     """The operations over HTTP, as the agent of ``key``."""
 
     if TYPE_CHECKING:
-        # The table's operations, attached below as generic calls with the protocol's
-        # signatures (tests/test_operations_parity.py checks them).
+        # The table's operations, attached by @remote_calls as generic calls with the
+        # protocol's signatures (tests/test_operations_parity.py checks them).
         def __getattr__(self, name: str) -> Any: ...
 
     def export_lines(
@@ -83,8 +83,3 @@ class RemoteOperations(HttpOperations):
         if progress is not None:
             progress("upload", 1, 1)
         return result
-
-
-for _name, _op in OPERATIONS.items():
-    if not any(route.custom for route in _op.rest):
-        setattr(RemoteOperations, _name, remote_call(getattr(Operations, _name)))
