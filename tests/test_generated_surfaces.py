@@ -32,7 +32,7 @@ from omoide.server import mcp_server, pipeline_routes, rest
 from omoide.server.problems import install_error_handlers
 from omoide.server.routing import PREFIX, operation_router, strict_query
 from omoide.service._http import HttpOperations, remote_calls
-from omoide.service.operation import Operation, Param, Tool, a, numbers, r, upto, w
+from omoide.service.operation import Bounds, Operation, Param, Tool, a, r, w
 from omoide.service.protocol import Operations
 from omoide.service.remote import RemoteOperations
 from omoide.service.table import OPERATIONS
@@ -60,8 +60,8 @@ TOYS = (
         "say the words again",
         {
             "session_id": a("the session"),
-            "words": a("a word (repeatable)", bounds=upto(3, 1)),
-            "times": a("how often", "--times", bounds=numbers(1, 4)),
+            "words": a("a word (repeatable)", bounds=Bounds.size(3, 1)),
+            "times": a("how often", "--times", bounds=Bounds.number(1, 4)),
             "loud": a("in capitals", "--loud"),
             "since": w("only a time, to see it travel"),
         },
@@ -72,7 +72,7 @@ TOYS = (
             {
                 "words": Param("The words."),
                 "session_id": Param("The session.", default="main"),
-                "times": Param("How often.", bounds=numbers(1, 2)),
+                "times": Param("How often.", bounds=Bounds.number(1, 2)),
             },
             reply="{text}",
         ),
@@ -81,7 +81,7 @@ TOYS = (
     Operation(
         "calls",
         "the calls so far, newest first",
-        {"limit": a("how many", "--limit", bounds=numbers(1, 10))},
+        {"limit": a("how many", "--limit", bounds=Bounds.number(1, 10))},
         r("GET", "/toys", "Echo"),
         Tool(
             "toy_calls",
@@ -100,35 +100,25 @@ class Echo(BaseModel):
 
 
 class ToyOperations:
-    """The implementation: it answers and notes each call's arguments."""
+    """The implementation: it answers and notes the arguments each call was given (those
+    left out take the protocol's defaults)."""
 
     def __init__(self) -> None:
         self.seen: list[dict[str, Any]] = []
 
-    def echo(
-        self,
-        session_id: str,
-        words: Sequence[str],
-        *,
-        times: int = 1,
-        loud: bool = False,
-        since: datetime | str | None = None,
-    ) -> dict[str, Any]:
-        text = " ".join(list(words) * times)
-        self.seen.append(
-            {
-                "session_id": session_id,
-                "words": list(words),
-                "times": times,
-                "loud": loud,
-                "since": since,
-            }
-        )
-        return {"session_id": session_id, "text": text.upper() if loud else text, "since": since}
+    def echo(self, session_id: str, words: Sequence[str], **given: Any) -> dict[str, Any]:
+        self.seen.append({"session_id": session_id, "words": words, **given})
+        text = " ".join(list(words) * given.get("times", 1))
+        since = given.get("since")
+        return {
+            "session_id": session_id,
+            "text": text.upper() if given.get("loud") else text,
+            "since": since,
+        }
 
     def calls(self, *, limit: int = 5) -> list[dict[str, Any]]:
         return [
-            {"session_id": s["session_id"], "text": " ".join(s["words"]), "since": s["since"]}
+            {"session_id": s["session_id"], "text": " ".join(s["words"]), "since": s.get("since")}
             for s in reversed(self.seen[-limit:])
         ]
 
@@ -160,13 +150,8 @@ def test_a_toy_operation_is_served_over_rest(served: str, toys: ToyOperations) -
         made = http.post("/v1/toys/s1/echo", json={"words": ["hi", "there"], "times": 2})
         assert made.status_code == 201, made.text
         assert made.json() == {"session_id": "s1", "text": "hi there hi there", "since": None}
-        assert toys.seen[-1] == {
-            "session_id": "s1",
-            "words": ["hi", "there"],
-            "times": 2,
-            "loud": False,
-            "since": None,
-        }
+        # only what the request gave: the operation's own defaults apply to the rest
+        assert toys.seen[-1] == {"session_id": "s1", "words": ["hi", "there"], "times": 2}
         for bad in (
             {"words": ["hi"], "times": 5},  # the table's bounds
             {"words": []},

@@ -189,12 +189,15 @@ def _handler(
     def endpoint(**given: Any) -> Any:
         ops = given.pop("ops")
         request = given.pop("body", None)
-        fields = request.model_dump(exclude_none=True) if request is not None else {}
+        fields = {}
+        if request is not None:  # what the request gave (the operation has the defaults)
+            fields = request.model_dump(include=request.model_fields_set, exclude_none=True)
         fields.update((k, v) for k, v in given.items() if v is not None)
         texts = _embedded(arguments, fields)
         if texts:
             check_request_text(ops, *texts)
-        return getattr(ops, op.name)(**_call_values(arguments, fields), **route.fixed)
+        values = _call_values(arguments, fields) | dict(route.fixed)
+        return getattr(ops, op.name)(**op.call_values(values))
 
     endpoint.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     endpoint.__name__ = op.name
@@ -209,26 +212,14 @@ def _parameter(name: str, annotation: Any, default: Any) -> inspect.Parameter:
 
 
 def _call_values(arguments: list[Argument], fields: Mapping[str, Any]) -> dict[str, Any]:
-    """The operation's keyword arguments from a request's fields (by their wire names): a
-    required argument left null is passed as None, an optional one left out takes its
-    default; the fields of a query object (``audit``'s) become that object."""
+    """The operation's argument values from a request's fields (by their wire names, or an
+    older name): a required argument left null is None, an optional one left out is left
+    out (its default applies)."""
     values: dict[str, Any] = {}
-    grouped: dict[str, tuple[Any, dict[str, Any]]] = {}
     for x in arguments:
-        names = [x.wire, *([x.arg.alias] if x.arg.alias else [])]
-        given = [fields[n] for n in names if n in fields]
-        if not given and not x.required:
-            continue
-        value = given[0] if given else None
-        if x.via is None:
-            values[x.name] = value
-        else:
-            grouped.setdefault(x.via, (x.via_type, {}))[1][x.name] = value
-    for via, (kind, group) in grouped.items():
-        values[via] = kind(**group)
-    for x in arguments:
-        if x.via is not None and x.via not in values:
-            values[x.via] = x.via_type()
+        given = [fields[n] for n in (x.wire, x.arg.alias) if n and n in fields]
+        if given or x.required:
+            values[x.name] = given[0] if given else None
     return values
 
 

@@ -3,20 +3,7 @@
 
 from __future__ import annotations
 
-from omoide.service.operation import (
-    LOCAL,
-    Bounds,
-    Operation,
-    Param,
-    Tool,
-    a,
-    chars,
-    numbers,
-    r,
-    tagged,
-    upto,
-    w,
-)
+from omoide.service.operation import LOCAL, Bounds, Operation, Param, Tool, a, r, tagged, w
 
 __all__ = ["LAYER_OPERATIONS", "SCOPE", "SCOPE_HELP", "SCOPE_PARAM", "UNIT", "WHEN_HELP"]
 
@@ -24,10 +11,10 @@ SCOPE_HELP = "global (default), private, or agent:NAME,team:NAME"
 WHEN_HELP = "ISO 8601 date-time"
 
 
-UNIT = numbers(0, 1)
-_TEXT = chars(100_000, 0)
+UNIT = Bounds.number(0, 1)
+_TEXT = Bounds.text(100_000, 0)
 #: A scope on the wire: a string (a share list joined by commas).
-SCOPE = a(SCOPE_HELP, "--scope", bounds=chars(10_000, 0))
+SCOPE = a(SCOPE_HELP, "--scope", bounds=Bounds.text(10_000, 0))
 SCOPE_PARAM = Param("'global' (default), 'private' or 'agent:NAME,...'.")
 _COLLECTION_HELP = "the collection (knowledge, code, decisions, feedback or one configured)"
 _PROCEDURE_HELP = "the procedure's name"
@@ -37,17 +24,21 @@ _DOC = {
     "doc_id": a("the document's id, or a unique prefix of it", metavar="id"),
 }
 _PAGE = {
-    "limit": a("how many at most (default: 50)", "--limit", minimum=1, bounds=numbers(1, 1000)),
-    "offset": a("skip this many first (default: 0)", "--offset", bounds=numbers(0, 1_000_000_000)),
+    "limit": a(
+        "how many at most (default: 50)", "--limit", minimum=1, bounds=Bounds.number(1, 1000)
+    ),
+    "offset": a(
+        "skip this many first (default: 0)", "--offset", bounds=Bounds.number(0, 1_000_000_000)
+    ),
 }
-_TAGS = a("a tag (repeatable)", "--tag", bounds=upto(1000))
+_TAGS = a("a tag (repeatable)", "--tag", bounds=Bounds.size(1000))
 _RECORD = {
     "event_type": a("decision, error, success, feedback, conflict, or another"),
-    "description": a("what happened", bounds=chars(100_000), embedded=True),
+    "description": a("what happened", bounds=Bounds.text(100_000), embedded=True),
     "outcome": a("what came of it", "--outcome", bounds=_TEXT, embedded=True),
     "importance": a("0..1 (default: by event type)", "--importance", bounds=UNIT),
     "tags": _TAGS,
-    "references": w("ids of related episodes or documents", bounds=upto(1000)),
+    "references": w("ids of related episodes or documents", bounds=Bounds.size(1000)),
     "context": a("details as a JSON object", "--context"),
     "scope": SCOPE,
     "id": a("an id of your own (default: generated)", "--id"),
@@ -94,7 +85,7 @@ _EPISODIC = tagged(
             "items": w(
                 "the episodes, as record takes them",
                 wire="episodes",
-                bounds=upto(1000, 1),
+                bounds=Bounds.size(1000, 1),
                 schema="RecordRequest",
                 embedded=("description", "outcome"),
             )
@@ -121,10 +112,10 @@ _EPISODIC = tagged(
             "since": a(WHEN_HELP, "--since"),
             "until": a(WHEN_HELP, "--until"),
             "tags": a(
-                "required tag (repeatable; at most 100: a filter)", "--tag", bounds=upto(100)
+                "required tag (repeatable; at most 100: a filter)", "--tag", bounds=Bounds.size(100)
             ),
             "top_k": a(
-                "how many (default: 10)", "-k", "--top-k", minimum=1, bounds=numbers(1, 1000)
+                "how many (default: 10)", "-k", "--top-k", minimum=1, bounds=Bounds.number(1, 1000)
             ),
         },
         r(
@@ -143,7 +134,7 @@ _EPISODIC = tagged(
                 "query": Param("What you want to remember, in any language."),
                 "event_type": Param("Only this event type."),
                 "agent_name": Param("Only episodes recorded by this agent."),
-                "top_k": Param("How many to return.", default=5, bounds=numbers(1, 50)),
+                "top_k": Param("How many to return.", default=5, bounds=Bounds.number(1, 50)),
             },
         ),
         cli="episodes search",
@@ -167,7 +158,7 @@ _EPISODIC = tagged(
             {
                 "agent_name": Param("Only episodes recorded by this agent."),
                 "event_type": Param("Only this event type."),
-                "limit": Param("How many, newest first.", default=10, bounds=numbers(1, 100)),
+                "limit": Param("How many, newest first.", default=10, bounds=Bounds.number(1, 100)),
             },
         ),
         cli="episodes list",
@@ -186,7 +177,7 @@ _EPISODIC = tagged(
             **_EPISODE,
             "outcome": a("what came of it", "--outcome", bounds=_TEXT, embedded=True),
             "importance": a("0..1", "--importance", bounds=UNIT),
-            "tags": a("replaces the tags (repeatable)", "--tag", bounds=upto(1000)),
+            "tags": a("replaces the tags (repeatable)", "--tag", bounds=Bounds.size(1000)),
         },
         r(
             "PATCH",
@@ -236,7 +227,7 @@ _EPISODIC = tagged(
             "session_id": a("the conversation (its thread and working session)", "--session"),
             "messages": a(
                 "message text (repeatable; none: JSON lines from standard input)",
-                bounds=upto(1000, 1),
+                bounds=Bounds.size(1000, 1),
                 schema="ChatMessage",
                 embedded=("content",),
             ),
@@ -284,10 +275,15 @@ _SEMANTIC = tagged(
         {
             "collection": a("knowledge, code, decisions, feedback, or a configured one"),
             "documents": a(
-                "document texts", bounds=upto(1000, 1), items=Bounds(min_length=1), embedded=True
+                "document texts",
+                bounds=Bounds.size(1000, 1),
+                items=Bounds(min_length=1),
+                embedded=True,
             ),
-            "metadatas": w("flat labels, one object (or null) per document", bounds=upto(1000)),
-            "ids": a("ids, one per document", "--id", bounds=upto(1000)),
+            "metadatas": w(
+                "flat labels, one object (or null) per document", bounds=Bounds.size(1000)
+            ),
+            "ids": a("ids, one per document", "--id", bounds=Bounds.size(1000)),
             "scope": SCOPE,
         },
         rest=r(
@@ -332,11 +328,15 @@ _SEMANTIC = tagged(
                 metavar="text",
                 wire="query",
                 alias="query_text",
-                bounds=chars(100_000),
+                bounds=Bounds.text(100_000),
                 embedded=True,
             ),
             "n_results": a(
-                "how many (default: 5)", "-n", "--n-results", minimum=1, bounds=numbers(1, 100)
+                "how many (default: 5)",
+                "-n",
+                "--n-results",
+                minimum=1,
+                bounds=Bounds.number(1, 100),
             ),
             "where": a("a ChromaDB metadata filter, as JSON", "--where"),
             "where_document": w("a ChromaDB text filter"),
@@ -355,7 +355,7 @@ _SEMANTIC = tagged(
                 "collection": Param(
                     "knowledge (default), code, decisions or feedback", default="knowledge"
                 ),
-                "n_results": Param("How many to return.", bounds=numbers(1, 20)),
+                "n_results": Param("How many to return.", bounds=Bounds.number(1, 20)),
                 "where": Param("Optional metadata filter, e.g. {'topic': 'fastapi'}."),
             },
         ),
@@ -401,12 +401,14 @@ _PROCEDURAL = tagged(
             "name": a(_PROCEDURE_HELP),
             "trigger": a(
                 "exact 'write_article', glob 'deploy:*', keyword '~記事', joined by '|'",
-                bounds=chars(10_000),
+                bounds=Bounds.text(10_000),
             ),
-            "template": a("the procedure's text (steps, a prompt)", bounds=chars(200_000)),
-            "description": a("what it is for", "--description", bounds=chars(10_000, 0)),
+            "template": a("the procedure's text (steps, a prompt)", bounds=Bounds.text(200_000)),
+            "description": a("what it is for", "--description", bounds=Bounds.text(10_000, 0)),
             "success_rate": w("its success rate so far, 0..1", bounds=UNIT),
-            "avg_quality_score": w("its average quality so far, 0..10", bounds=numbers(0, 10)),
+            "avg_quality_score": w(
+                "its average quality so far, 0..10", bounds=Bounds.number(0, 10)
+            ),
             "scope": SCOPE,
         },
         r("POST", "/procedures", "Procedure", 201),
@@ -422,7 +424,11 @@ _PROCEDURAL = tagged(
     Operation(
         "match_procedure",
         "the best procedure for a task",
-        {"task": a("the task at hand, e.g. deploy:production or 記事を書く", bounds=chars(10_000))},
+        {
+            "task": a(
+                "the task at hand, e.g. deploy:production or 記事を書く", bounds=Bounds.text(10_000)
+            )
+        },
         r(
             "POST",
             "/procedures/match",
@@ -444,7 +450,7 @@ _PROCEDURAL = tagged(
         "report how following a procedure went",
         {
             "name": a(_PROCEDURE_HELP),
-            "quality_score": a("0..10", metavar="quality", bounds=numbers(0, 10)),
+            "quality_score": a("0..10", metavar="quality", bounds=Bounds.number(0, 10)),
             "success": a("the task failed (default: it succeeded)", "--failed", negate=True),
         },
         r(
@@ -469,8 +475,8 @@ _PROCEDURAL = tagged(
         "make a new version of a procedure's template current",
         {
             "name": a(_PROCEDURE_HELP),
-            "template": a("the new version's text", bounds=chars(200_000)),
-            "trigger": a("a new trigger", "--trigger", bounds=chars(10_000)),
+            "template": a("the new version's text", bounds=Bounds.text(200_000)),
+            "trigger": a("a new trigger", "--trigger", bounds=Bounds.text(10_000)),
         },
         r(
             "POST",
@@ -494,7 +500,7 @@ _PROCEDURAL = tagged(
         {
             "name": a(_PROCEDURE_HELP),
             "version": a(
-                "the version to make current again", minimum=1, bounds=numbers(1, 1_000_000)
+                "the version to make current again", minimum=1, bounds=Bounds.number(1, 1_000_000)
             ),
         },
         r("POST", "/procedures/{name}/rollback", "Procedure"),

@@ -5,25 +5,14 @@ maintenance, the audit log, restore, indexing and the cache (see :mod:`omoide.se
 from __future__ import annotations
 
 from omoide.service._layer_table import SCOPE, SCOPE_PARAM, WHEN_HELP
-from omoide.service.operation import (
-    LOCAL,
-    Operation,
-    Param,
-    Tool,
-    a,
-    chars,
-    numbers,
-    r,
-    tagged,
-    upto,
-)
+from omoide.service.operation import LOCAL, Bounds, Operation, Param, Tool, a, r, tagged
 
 __all__ = ["PIPELINE_OPERATIONS"]
 
 _LAYERS = ("working", "episodic", "semantic", "procedural")
 _AUDITED = ("episodic", "semantic")
 _DRY_RUN = {"dry_run": a("only show what would be done", "--dry-run")}
-_SOURCE = chars(8192)
+_SOURCE = Bounds.text(8192)
 
 _RECALL = tagged(
     "recall",
@@ -33,20 +22,21 @@ _RECALL = tagged(
         "(as --agent; through a server as the key's agent)",
         {
             "query": a(
-                "the question, in any language ('先週の決定', 'last week')", bounds=chars(10_000)
+                "the question, in any language ('先週の決定', 'last week')",
+                bounds=Bounds.text(10_000),
             ),
             "session_id": a("include this working session's pins and messages", "--session"),
             "budget_tokens": a(
                 "token budget (default: 2,000)",
                 "--budget",
                 minimum=1,
-                bounds=numbers(1, 1_000_000),
+                bounds=Bounds.number(1, 1_000_000),
             ),
             "layers": a(
                 "consult only this layer (repeatable)",
                 "--layer",
                 choices=_LAYERS,
-                bounds=upto(4, 1),
+                bounds=Bounds.size(4, 1),
             ),
         },
         r(
@@ -68,7 +58,7 @@ _RECALL = tagged(
                 "query": Param("What you need to remember, in any language; may say when."),
                 "budget_tokens": Param(
                     "Token budget of the context (default 2,000).",
-                    bounds=numbers(50, 100_000),
+                    bounds=Bounds.number(50, 100_000),
                 ),
                 "session_id": Param("Your working session, to include its pins."),
             },
@@ -145,7 +135,9 @@ _MAINTENANCE = tagged(
             "run_id": a("only this run id", "--run"),
             "since": a(WHEN_HELP, "--since"),
             "until": a(WHEN_HELP, "--until"),
-            "limit": a("how many (default: 100)", "--limit", minimum=1, bounds=numbers(1, 1000)),
+            "limit": a(
+                "how many (default: 100)", "--limit", minimum=1, bounds=Bounds.number(1, 1000)
+            ),
         },
         r(
             "GET",
@@ -179,7 +171,9 @@ _MAINTENANCE = tagged(
         "remove an item for good, never-forget ones too (admin; audited with its snapshot)",
         {
             "item_id": a("the item's id, or a unique prefix of it", wire="id"),
-            "reason": a("why (kept in the audit log; not empty)", "--reason", bounds=chars(2000)),
+            "reason": a(
+                "why (kept in the audit log; not empty)", "--reason", bounds=Bounds.text(2000)
+            ),
             "layer": a("where the item is", "--layer", choices=_AUDITED),
             "collection": a("the document's collection", "--collection"),
         },
@@ -204,19 +198,23 @@ _KNOWLEDGE = tagged(
                 "folder or repository (with --url: on the server)",
                 metavar="PATH",
                 dest="root",
-                bounds=chars(4096),
+                bounds=Bounds.text(4096),
             ),
             "collection": a(
                 "code (default), knowledge, ...", "--collection", "-c", cli_default="code"
             ),
             "source": a("name of the source (default: the folder's name)", "--source"),
-            "include": a("glob of files to index (repeatable)", "--include", bounds=upto(100)),
-            "exclude": a("glob of files to skip (repeatable)", "--exclude", bounds=upto(100)),
+            "include": a(
+                "glob of files to index (repeatable)", "--include", bounds=Bounds.size(100)
+            ),
+            "exclude": a(
+                "glob of files to skip (repeatable)", "--exclude", bounds=Bounds.size(100)
+            ),
             "max_file_bytes": a(
                 "skip larger files (default 1 MB)",
                 "--max-file-bytes",
                 minimum=1,
-                bounds=numbers(1, 1_000_000_000),
+                bounds=Bounds.number(1, 1_000_000_000),
             ),
             "scope": SCOPE,
             "dry_run": a("only report what would change", "--dry-run"),
@@ -241,13 +239,13 @@ _KNOWLEDGE = tagged(
                 dest="cache_key",
                 bounds=_SOURCE,
             ),
-            "content": a("the text fetched", bounds=chars(1_000_000), embedded=True),
+            "content": a("the text fetched", bounds=Bounds.text(1_000_000), embedded=True),
             "source": a("where it came from", "--source", bounds=_SOURCE),
             "ttl_days": a(
                 "days it stays valid (default 7)",
                 "--ttl-days",
                 cli_default=7.0,
-                bounds=numbers(le=36_500, gt=0),
+                bounds=Bounds.number(le=36_500, gt=0),
             ),
             "collection": a("default: semantic.cache_collection (knowledge)", "--collection"),
             "scope": SCOPE,

@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 from omoide.service._layer_table import UNIT
-from omoide.service.operation import LOCAL, Operation, Param, Tool, a, chars, numbers, r, tagged, w
+from omoide.service.operation import LOCAL, Bounds, Operation, Param, Tool, a, r, tagged, w
 
 __all__ = ["STORE_OPERATIONS"]
 
 _SESSION = {"session_id": a("the working session", metavar="session")}
-_CONTENT = chars(1_000_000)
+_CONTENT = Bounds.text(1_000_000)
 _WORKING = tagged(
     "working",
     Operation(
@@ -17,7 +17,7 @@ _WORKING = tagged(
         "show an agent's working memory of a session, as rendered for a prompt",
         {
             **_SESSION,
-            "max_tokens": w("the session's token budget", bounds=numbers(6, 10_000_000)),
+            "max_tokens": w("the session's token budget", bounds=Bounds.number(6, 10_000_000)),
         },
         (
             *r(
@@ -57,7 +57,7 @@ _WORKING = tagged(
         "set a slot of a working session",
         {
             "slot": w(choices=("system", "active_task", "constraints", "scratchpad")),
-            "value": w("the slot's text (null: empty it)", bounds=chars(1_000_000, 0)),
+            "value": w("the slot's text (null: empty it)", bounds=Bounds.text(1_000_000, 0)),
         },
         rest=r("PUT", "/working/{session_id}/slots/{slot}", "SessionView"),
     ),
@@ -68,7 +68,7 @@ _WORKING = tagged(
             **_SESSION,
             "key": a("a short name for the pin"),
             "content": a("the instruction or fact to keep in view", bounds=_CONTENT),
-            "reason": a("why it is pinned", "--reason", bounds=chars(10_000, 0)),
+            "reason": a("why it is pinned", "--reason", bounds=Bounds.text(10_000, 0)),
         },
         r("PUT", "/working/{session_id}/pins/{key}", "Pin"),
         Tool(
@@ -157,7 +157,7 @@ _STORE = tagged(
         {
             "agent_name": a("the agent the key acts as"),
             "admin": a("may export, import and manage keys", "--admin"),
-            "label": a("what the key is for", "--label", bounds=chars(200, 0)),
+            "label": a("what the key is for", "--label", bounds=Bounds.text(200, 0)),
         },
         r(
             "POST",

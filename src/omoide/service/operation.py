@@ -35,11 +35,8 @@ __all__ = [
     "Route",
     "Tool",
     "a",
-    "chars",
-    "numbers",
     "r",
     "tagged",
-    "upto",
     "w",
 ]
 
@@ -57,6 +54,23 @@ class Bounds:
     ge: float | None = None
     gt: float | None = None
     le: float | None = None
+
+    @classmethod
+    def text(cls, most: int, least: int = 1) -> Bounds:
+        """A string of ``least`` to ``most`` characters."""
+        return cls(min_length=least or None, max_length=most)
+
+    @classmethod
+    def size(cls, most: int, least: int | None = None) -> Bounds:
+        """A list of at most ``most`` items (at least ``least``)."""
+        return cls(min_length=least, max_length=most)
+
+    @classmethod
+    def number(
+        cls, ge: float | None = None, le: float | None = None, gt: float | None = None
+    ) -> Bounds:
+        """A number of at least ``ge`` (more than ``gt``) and at most ``le``."""
+        return cls(ge=ge, le=le, gt=gt)
 
     def options(self) -> dict[str, Any]:
         """The limits that are set, by name (as pydantic's ``Field`` takes them)."""
@@ -230,6 +244,20 @@ class Operation:
         """The protocol's method: its signature is the operation's."""
         return getattr(self.protocol or Operations, self.name)
 
+    def call_values(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        """The keyword arguments of a call from argument values by name (those left out
+        take their defaults): the fields of a query object (``audit``'s) become it."""
+        out: dict[str, Any] = {}
+        queries: dict[str, tuple[Any, dict[str, Any]]] = {}
+        for x in self.arguments():
+            if x.via is not None:
+                queries.setdefault(x.via, (x.via_type, {}))
+                if x.name in values:
+                    queries[x.via][1][x.name] = values[x.name]
+            elif x.name in values:
+                out[x.name] = values[x.name]
+        return out | {via: kind(**given) for via, (kind, given) in queries.items()}
+
     def wire_arguments(self, route: Route) -> list[Argument]:
         """The arguments a request of ``route`` carries: all but the local ones and those
         the route fixes."""
@@ -268,20 +296,6 @@ def _dataclass_of(kind: Any) -> type | None:
         if isinstance(option, type) and dataclasses.is_dataclass(option):
             return option
     return None
-
-
-def chars(most: int, least: int = 1) -> Bounds:
-    """A string of ``least`` to ``most`` characters."""
-    return Bounds(min_length=least or None, max_length=most)
-
-
-def upto(most: int, least: int | None = None) -> Bounds:
-    """A list of at most ``most`` items (at least ``least``)."""
-    return Bounds(min_length=least, max_length=most)
-
-
-def numbers(ge: float | None = None, le: float | None = None, gt: float | None = None) -> Bounds:
-    return Bounds(ge=ge, le=le, gt=gt)
 
 
 def r(
