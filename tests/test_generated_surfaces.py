@@ -25,7 +25,7 @@ from fastapi.routing import APIRoute
 from mcp import Client
 from pydantic import BaseModel
 
-from conftest import run_uvicorn
+from conftest import LiveServer, run_uvicorn
 from omoide import Memory
 from omoide.errors import ValidationError
 from omoide.server import mcp_server, pipeline_routes, rest
@@ -258,3 +258,18 @@ def test_no_operation_has_a_hand_written_handler_tool_or_remote_call() -> None:
             assert op.name in vars(RemoteOperations)  # written out: a stream
         else:
             assert method.__wrapped__ is getattr(Operations, op.name), op.name
+
+
+def test_remote_calls_follow_the_table_on_a_real_server(live_server: LiveServer) -> None:
+    """The generic remote call picks the route by the table's fixed arguments, joins a share
+    list into the scope string the wire takes, and refuses a local argument."""
+    remote = RemoteOperations(live_server.url, live_server.keys["cto"])
+    opened = remote.working("generated-fresh", create=True)  # PUT, without a size
+    assert opened["session_id"] == "generated-fresh" and opened["messages"] == []
+    assert remote.working("generated-fresh", max_tokens=600)["max_tokens"] == 600  # PUT too
+    assert remote.working("generated-fresh")["max_tokens"] == 600  # GET
+    stored = remote.store("knowledge", ["shared with the leads"], scope=("agent:cto", "team:leads"))
+    assert remote.get_document("knowledge", stored["ids"][0])["scope"] == "agent:cto,team:leads"
+    with pytest.raises(ValidationError) as refused:
+        remote.record("decision", "as someone else", agent_name="ceo")
+    assert refused.value.field == "agent_name"
