@@ -67,3 +67,25 @@ def test_the_cli_has_the_tables_commands() -> None:
     for op in OPERATIONS.values():
         if op.cli is not None:
             assert names[op.cli].help == op.summary, op.name
+
+
+@pytest.mark.parametrize("name", sorted(n for n, op in OPERATIONS.items() if op.mcp))
+def test_a_tool_gives_arguments_the_operation_takes(name: str) -> None:
+    op = operation(name)
+    assert op.mcp is not None
+    arguments = {x.name: x for x in op.arguments()}
+    given = {p.to or param: p for param, p in op.mcp.params.items()}
+    assert set(given) <= set(arguments), name
+    for x in arguments.values():
+        if x.required:  # a model need not know it, but the tool must give it
+            assert x.name in given, (name, x.name)
+
+
+def test_only_streams_have_custom_routes_and_fixed_arguments_exist() -> None:
+    for op in OPERATIONS.values():
+        known = {x.name for x in op.arguments()}
+        for route in op.rest:
+            assert set(route.fixed) <= known, op.name
+            assert set(route.placeholders) <= known, (op.name, route.path)
+    custom = {op.name for op in OPERATIONS.values() if any(r.custom for r in op.rest)}
+    assert custom == {"export_lines", "import_lines"}

@@ -6,22 +6,26 @@ agent comes from configuration (``--agent`` / ``$OMOIDE_AGENT``); over streamabl
 the API key of the request (``Authorization: Bearer <key>``), checked by
 :class:`~omoide.server.auth.KeyAuthMiddleware` before the MCP session sees the request.
 
-Tools: one per operation the table (:mod:`omoide.service.table`) exposes over MCP, named and
-described there (``remember`` is ``record``, ``search_knowledge`` is ``query``, ...); the
-parameters, shaped for an LLM, are declared here. ``recall`` answers with the rendered
-``<memories>`` text (the items beside it, as structured content); writes answer with one line
-naming the id. Forgetting has no tool (see the table's ``forget`` entry for why).
+Tools: one per operation the table (:mod:`omoide.service.table`) exposes over MCP, generated
+from its entry: name, description and parameters (shaped for an LLM: which argument each
+gives, its description and default; types and numeric bounds come from the protocol and the
+table's arguments), ``remember`` is ``record``, ``search_knowledge`` is ``query``, and so on.
+A tool whose entry has a ``reply`` answers with that line for the model (``recall`` with the
+rendered ``<memories>`` text, writes with one line naming the id) and the result beside it,
+as structured content; the others with the result. Forgetting has no tool (see the table's
+``forget`` entry for why).
 Resources: ``omoide://stats`` and ``omoide://stats/{layer}`` (counts and sizes of what the
 agent may read).
 """
 
 from __future__ import annotations
 
+import inspect
 import json
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
@@ -33,13 +37,15 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from omoide._version import __version__
-from omoide.errors import AuthenticationError, OmoideError, ValidationError
+from omoide.errors import AuthenticationError, OmoideError
 from omoide.memory import Memory
 from omoide.server.auth import CALLER, KeyAuthMiddleware
 from omoide.server.limits import check_request_text
+from omoide.server.schemas import wire_type
 from omoide.service.local import Caller, LocalOperations
+from omoide.service.operation import Operation, Tool
 from omoide.service.protocol import Operations
-from omoide.service.table import operation
+from omoide.service.table import OPERATIONS
 
 if TYPE_CHECKING:
     from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
@@ -49,10 +55,12 @@ __all__ = ["create_mcp_app", "create_mcp_server", "local_operations", "mcp_route
 #: Gives the operations for the caller of the current request (None: no HTTP key, i.e. stdio
 #: or an in-process client).
 OperationsFor = Callable[[Caller | None], Operations]
+#: Runs a function on the caller's operations, the texts it embeds bounded by the budget.
+Call = Callable[..., Any]
+#: A tool's answer: a line for the model beside the result.
+Answer = Callable[[str, dict[str, Any]], CallToolResult]
 
 _CALLER: ContextVar[Caller | None] = ContextVar("omoide_mcp_caller", default=None)
-T = TypeVar("T")
-F = TypeVar("F", bound=Callable[..., Any])
 
 INSTRUCTIONS = """\
 omoide is your long-term memory, shared with the other agents you work with.
@@ -97,8 +105,11 @@ async def _bind_caller(ctx: ServerRequestContext[Any, Any], call_next: CallNext)
         _CALLER.reset(token)
 
 
-def create_mcp_server(operations: OperationsFor) -> MCPServer:
-    """An MCP server whose tools call ``operations(caller)``."""
+def create_mcp_server(
+    operations: OperationsFor, table: Iterable[Operation] = OPERATIONS.values()
+) -> MCPServer:
+    """An MCP server whose tools, one per operation of ``table`` with an MCP tool, call
+    ``operations(caller)``."""
     server: MCPServer = MCPServer(
         "omoide",
         title="omoide — long-term memory",
@@ -108,7 +119,7 @@ def create_mcp_server(operations: OperationsFor) -> MCPServer:
         middleware=[_bind_caller],
     )
 
-    def call(fn: Callable[[Operations], T], *texts: tuple[str, Any]) -> T:
+    def call(fn: Callable[[Operations], Any], *texts: tuple[str, Any]) -> Any:
         """``fn`` on the caller's operations; ``texts`` (field, text) are what it embeds,
         bounded by the server's per-request text budget."""
         try:
@@ -125,246 +136,14 @@ def create_mcp_server(operations: OperationsFor) -> MCPServer:
             content=[TextContent(type="text", text=line)], structured_content=data
         )
 
-    def tool(name: str, annotations: ToolAnnotations) -> Callable[[F], F]:
-        """Register the decorated function as the MCP tool of operation ``name``: the tool's
-        name and description come from the operation table."""
-        spec = operation(name).mcp
-        if spec is None:
-            raise ValidationError("name", f"the operation {name!r} has no MCP tool")
-        decorator: Callable[[F], F] = server.tool(
-            name=spec.name, description=spec.description, annotations=annotations
-        )
-        return decorator
-
-    writes = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
-    reads = ToolAnnotations(read_only_hint=True, open_world_hint=False)
-
-    @tool("record", writes)
-    def remember(
-        description: Annotated[
-            str, Field(description="What happened, in one or two sentences (any language).")
-        ],
-        event_type: Annotated[
-            str,
-            Field(
-                description="decision, error, success, feedback (from a human), conflict, "
-                "or another short word; it sets the default importance"
-            ),
-        ] = "observation",
-        outcome: Annotated[
-            str | None, Field(description="What came of it, e.g. how an error was fixed.")
-        ] = None,
-        importance: Annotated[
-            float | None, Field(ge=0, le=1, description="0..1; leave empty for the default.")
-        ] = None,
-        tags: Annotated[list[str] | None, Field(description="Short labels to filter by.")] = None,
-        context: Annotated[
-            dict[str, Any] | None, Field(description="Any structured details (JSON object).")
-        ] = None,
-        scope: Annotated[
-            str | None,
-            Field(
-                description="Who may read it: 'global' (default), 'private', or "
-                "'agent:NAME,team:NAME'."
-            ),
-        ] = None,
-    ) -> CallToolResult:
-        episode = call(
-            lambda ops: ops.record(
-                event_type,
-                description,
-                outcome=outcome,
-                importance=importance,
-                tags=tags,
-                context=context,
-                scope=scope,
-            ),
-            ("description", description),
-            ("outcome", outcome),
-        )
-        line = (
-            f"remembered {episode['id']} ({episode['event_type']}, importance "
-            f"{episode['importance']:.2f}, scope {episode['scope']})"
-        )
-        return answer(line, episode)
-
-    @tool("list_episodes", reads)
-    def recent_episodes(
-        agent_name: Annotated[
-            str | None, Field(description="Only episodes recorded by this agent.")
-        ] = None,
-        event_type: Annotated[str | None, Field(description="Only this event type.")] = None,
-        limit: Annotated[int, Field(ge=1, le=100, description="How many, newest first.")] = 10,
-    ) -> list[dict[str, Any]]:
-        return call(
-            lambda ops: ops.list_episodes(agent_name=agent_name, event_type=event_type, limit=limit)
-        )
-
-    @tool("update_episode", writes)
-    def update_episode(
-        episode_id: Annotated[str, Field(description="The episode's id (from remember).")],
-        outcome: Annotated[
-            str | None, Field(description="What came of it, e.g. the fix of an error.")
-        ] = None,
-        importance: Annotated[float | None, Field(ge=0, le=1, description="0..1.")] = None,
-        tags: Annotated[list[str] | None, Field(description="Replaces the tags.")] = None,
-    ) -> CallToolResult:
-        episode = call(
-            lambda ops: ops.update_episode(
-                episode_id, outcome=outcome, importance=importance, tags=tags
-            ),
-            ("outcome", outcome),
-        )
-        return answer(f"updated {episode['id']}", episode)
-
-    @tool("delete_episode", ToolAnnotations(read_only_hint=False, destructive_hint=True))
-    def delete_episode(
-        episode_id: Annotated[str, Field(description="The id of an episode you recorded.")],
-    ) -> CallToolResult:
-        episode = call(lambda ops: ops.delete_episode(episode_id))
-        return answer(f"deleted {episode['id']}", episode)
-
-    @tool("add", writes)
-    def add_messages(
-        session_id: Annotated[str, Field(description="The conversation (its thread).")],
-        messages: Annotated[
-            list[dict[str, Any]],
-            Field(
-                min_length=1,
-                max_length=1000,
-                description="Messages such as {'role': 'user', 'content': '...'} (role: user, "
-                "assistant, system or tool; optional name, timestamp, id).",
-            ),
-        ],
-    ) -> CallToolResult:
-        texts = [(f"messages[{i}]", m.get("content")) for i, m in enumerate(messages)]
-        report = call(lambda ops: ops.add(session_id, messages), *texts)
-        return answer(report["summary"], report)
-
-    @tool("search_episodes", reads)
-    def search_episodes(
-        query: Annotated[str, Field(description="What you want to remember, in any language.")],
-        event_type: Annotated[str | None, Field(description="Only this event type.")] = None,
-        agent_name: Annotated[
-            str | None, Field(description="Only episodes recorded by this agent.")
-        ] = None,
-        top_k: Annotated[int, Field(ge=1, le=50, description="How many to return.")] = 5,
-    ) -> list[dict[str, Any]]:
-        return call(
-            lambda ops: ops.search_episodes(
-                query, event_type=event_type, agent_name=agent_name, top_k=top_k
-            ),
-            ("query", query),
-        )
-
-    @tool("store", writes)
-    def store_knowledge(
-        content: Annotated[str, Field(description="The text to keep; long texts are chunked.")],
-        collection: Annotated[
-            str, Field(description="knowledge (default), code, decisions or feedback")
-        ] = "knowledge",
-        metadata: Annotated[
-            dict[str, str | int | float | bool] | None,
-            Field(description="Flat key/value labels, e.g. {'topic': 'fastapi'}."),
-        ] = None,
-        id: Annotated[
-            str | None,
-            Field(description="Give an id to replace this document later; default: by content."),
-        ] = None,
-        scope: Annotated[
-            str | None, Field(description="'global' (default), 'private' or 'agent:NAME,...'.")
-        ] = None,
-    ) -> dict[str, Any]:
-        return call(
-            lambda ops: ops.store(
-                collection,
-                [content],
-                [metadata] if metadata is not None else None,
-                [id] if id is not None else None,
-                scope=scope,
-            ),
-            ("content", content),
-        )
-
-    @tool("query", reads)
-    def search_knowledge(
-        query: Annotated[str, Field(description="A question or topic, in any language.")],
-        collection: Annotated[
-            str, Field(description="knowledge (default), code, decisions or feedback")
-        ] = "knowledge",
-        n_results: Annotated[int, Field(ge=1, le=20, description="How many to return.")] = 5,
-        where: Annotated[
-            dict[str, Any] | None,
-            Field(description="Optional metadata filter, e.g. {'topic': 'fastapi'}."),
-        ] = None,
-    ) -> list[dict[str, Any]]:
-        return call(lambda ops: ops.query(collection, query, n_results, where), ("query", query))
-
-    @tool("pin", writes)
-    def pin(
-        key: Annotated[str, Field(description="A short name for the pinned item.")],
-        content: Annotated[str, Field(description="The instruction or fact to keep in view.")],
-        reason: Annotated[str, Field(description="Why it is pinned.")] = "",
-        session_id: Annotated[str, Field(description="Your working session.")] = "default",
-    ) -> dict[str, Any]:
-        return call(lambda ops: ops.pin(session_id, key, content, reason))
-
-    @tool("match_procedure", reads)
-    def get_procedure(
-        task: Annotated[
-            str, Field(description="The task at hand, e.g. 'deploy:production' or '記事を書く'.")
-        ],
-    ) -> dict[str, Any]:
-        return call(lambda ops: ops.match_procedure(task))
-
-    @tool("report_outcome", writes)
-    def report_outcome(
-        name: Annotated[str, Field(description="The procedure's name, from get_procedure.")],
-        quality_score: Annotated[float, Field(ge=0, le=10, description="0 (bad) to 10.")],
-        success: Annotated[bool, Field(description="Did the task succeed?")],
-    ) -> dict[str, Any]:
-        return call(lambda ops: ops.report_outcome(name, quality_score, success))
-
-    @tool("recall", reads)
-    def recall(
-        query: Annotated[
-            str, Field(description="What you need to remember, in any language; may say when.")
-        ],
-        budget_tokens: Annotated[
-            int | None,
-            Field(ge=50, le=100_000, description="Token budget of the context (default 2,000)."),
-        ] = None,
-        session_id: Annotated[
-            str | None, Field(description="Your working session, to include its pins.")
-        ] = None,
-    ) -> CallToolResult:
-        context = call(
-            lambda ops: ops.recall(query, session_id=session_id, budget_tokens=budget_tokens)
-        )
-        return answer(context["context"] or "(nothing relevant remembered)", context)
-
-    @tool("cache", writes)
-    def cache_information(
-        key: Annotated[str, Field(description="The URL or a key naming the information.")],
-        content: Annotated[str, Field(description="The text fetched (an answer, a page).")],
-        source: Annotated[str, Field(description="Where it came from (URL, API name).")],
-        ttl_days: Annotated[
-            float, Field(gt=0, le=36_500, description="Days it stays valid.")
-        ] = 7.0,
-        scope: Annotated[
-            str | None, Field(description="'global' (default), 'private' or 'agent:NAME,...'.")
-        ] = None,
-    ) -> dict[str, Any]:
-        return call(
-            lambda ops: ops.cache(key, content, ttl_days, source, scope=scope),
-            ("content", content),
-        )
-
-    @tool("cached", reads)
-    def get_cached_information(
-        key: Annotated[str, Field(description="The URL or key it was cached under.")],
-    ) -> dict[str, Any]:
-        return call(lambda ops: ops.cached(key))
+    for op in table:
+        if op.mcp is not None:
+            server.add_tool(
+                _tool(op, op.mcp, call, answer),
+                name=op.mcp.name,
+                description=op.mcp.description,
+                annotations=_annotations(op),
+            )
 
     @server.resource(
         "omoide://stats",
@@ -390,6 +169,67 @@ def create_mcp_server(operations: OperationsFor) -> MCPServer:
         return json.dumps(layers[layer], ensure_ascii=False, indent=2)
 
     return server
+
+
+def _annotations(op: Operation) -> ToolAnnotations:
+    """What a tool does to memory: only reads, deletes, or adds and changes."""
+    if op.read_only:
+        return ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    if op.rest and op.rest[0].method == "DELETE":
+        return ToolAnnotations(read_only_hint=False, destructive_hint=True)
+    return ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+
+
+def _tool(op: Operation, tool: Tool, call: Call, answer: Answer) -> Callable[..., Any]:
+    """The function of ``tool``: its parameters typed, bounded and described from the table
+    (:func:`omoide.server.schemas.wire_type`), its body a call of ``op`` with them; it
+    answers with the result, or with the table's reply line beside it."""
+    arguments = {x.name: x for x in op.arguments()}
+    given_to = {name: arguments[p.to or name] for name, p in tool.params.items()}
+    params = []
+    for name, p in tool.params.items():
+        wire = wire_type(given_to[name], "mcp", param=p)
+        default = inspect.Parameter.empty if wire.default is ... else wire.default
+        kind: Any = wire.annotation
+        annotation = Annotated[kind, Field(description=wire.description)]
+        params.append(
+            inspect.Parameter(
+                name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=default
+            )
+        )
+    returns: Any = dict[str, Any]
+    if tool.reply is not None:
+        returns = CallToolResult
+    elif op.returns_list():
+        returns = list[dict[str, Any]]
+
+    def run(**given: Any) -> Any:
+        values: dict[str, Any] = {}
+        texts: list[tuple[str, Any]] = []
+        for name, p in tool.params.items():
+            x, value = given_to[name], given[name]
+            values[x.name] = [value] if p.one and value is not None else value
+            if x.arg.embedded:
+                texts.extend(_texts(name, value, x.arg.embedded))
+        result = call(lambda ops: getattr(ops, op.name)(**values), *texts)
+        if tool.reply is None:
+            return result
+        return answer(tool.reply.format_map(result) or tool.reply_empty, result)
+
+    run.__signature__ = inspect.Signature(params, return_annotation=returns)  # type: ignore[attr-defined]
+    run.__name__ = tool.name
+    return run
+
+
+def _texts(name: str, value: Any, embedded: bool | tuple[str, ...]) -> list[tuple[str, Any]]:
+    """The texts a tool's parameter gives to embed (a list's items one by one)."""
+    if not isinstance(value, list):
+        return [(name, value)]
+    if isinstance(embedded, tuple):
+        value = [
+            [item.get(k) for k in embedded] if isinstance(item, Mapping) else item for item in value
+        ]
+    return [(f"{name}[{i}]", item) for i, item in enumerate(value)]
 
 
 def mcp_route(server: MCPServer, mem: Memory, *, host: str, path: str = "/mcp") -> Route:

@@ -1,14 +1,21 @@
-"""Request and response models of the REST API (the OpenAPI document is built from them).
+"""Response models of the REST API, and the request fields derived from the operation table.
 
-Requests forbid unknown fields, so a body that names ``agent_name`` is refused: the key
-decides who writes. The bounds here describe the API to its clients; the library validates
-everything again (and names the field) when a request reaches it.
+Request bodies are built from the table (:func:`wire_type` gives each argument's type, bounds
+and default; :mod:`omoide.server.routing` puts them together), except the items of a list
+whose shape is their own (:class:`ChatMessage`). Requests forbid unknown fields, so a body
+that names ``agent_name`` is refused: the key decides who writes. The bounds describe the API
+to its clients; the library validates everything again (and names the field) when a request
+reaches it. The MCP tools' parameters come from :func:`wire_type` too.
 """
 
 from __future__ import annotations
 
+import types
+import typing
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import (
     BaseModel,
@@ -18,57 +25,39 @@ from pydantic import (
     StrictFloat,
     StrictInt,
     StrictStr,
-    model_validator,
 )
 
+from omoide.service.operation import REQUIRED, Argument, Bounds, Param
+
 __all__ = [
-    "AddKeyRequest",
-    "AddMessageRequest",
-    "AddMessagesRequest",
     "AddReport",
     "ApiKeyInfo",
+    "ChatMessage",
     "Collection",
     "Document",
     "Episode",
-    "EpisodeSearch",
-    "EpisodeUpdate",
     "ErrorResponse",
     "EvictionsResponse",
-    "EvolveRequest",
     "Health",
     "ImportReport",
     "Message",
+    "Models",
     "NewApiKey",
-    "OutcomeRequest",
     "Pin",
-    "PinRequest",
     "Procedure",
     "ProcedureMatch",
     "ProcedureVersion",
     "QueryHit",
-    "QueryRequest",
-    "RecordRequest",
-    "RegisterRequest",
-    "RollbackRequest",
-    "SessionRequest",
     "SessionView",
-    "SlotRequest",
     "Stats",
-    "StoreRequest",
     "StoreResponse",
     "WhoAmI",
+    "WireField",
+    "list_of",
+    "wire_type",
 ]
 
 Name = Annotated[str, Field(min_length=1, max_length=200)]
-Text = Annotated[str, Field(max_length=100_000)]
-Tags = Annotated[list[Name], Field(max_length=1000)]
-Scope = Annotated[
-    str,
-    Field(
-        max_length=10_000,
-        description="'global', 'private', or a share list such as 'agent:cto,team:leads'",
-    ),
-]
 MetaValue = StrictBool | StrictInt | StrictFloat | StrictStr
 
 
@@ -105,23 +94,6 @@ class WhoAmI(BaseModel):
 # -- episodic ----------------------------------------------------------------------------
 
 
-class RecordRequest(_Request):
-    event_type: Name = Field(
-        description="decision, error, success, feedback, conflict (which set the base "
-        "importance) or any other name"
-    )
-    description: Annotated[str, Field(min_length=1, max_length=100_000)]
-    context: dict[str, Any] | None = None
-    outcome: Text | None = None
-    importance: Annotated[float, Field(ge=0, le=1)] | None = None
-    tags: Tags | None = None
-    references: Tags | None = None
-    id: Name | None = None
-    timestamp: datetime | None = None
-    decay_rate: Annotated[float, Field(ge=0, le=1)] | None = None
-    scope: Scope | None = None
-
-
 class Episode(BaseModel):
     id: str
     timestamp: datetime
@@ -141,24 +113,6 @@ class Episode(BaseModel):
     state: str
     distilled_at: datetime | None
     score: float | None = None
-
-
-class EpisodeSearch(_Request):
-    query: Text = Field(description="what to look for (empty: rank by importance and freshness)")
-    agent_name: Name | None = Field(None, description="only episodes this agent recorded")
-    event_type: Name | None = None
-    since: datetime | None = None
-    until: datetime | None = None
-    tags: Annotated[list[Name], Field(max_length=100)] | None = Field(
-        None, description="episodes carrying all of these tags (at most 100: a filter)"
-    )
-    top_k: Annotated[int, Field(ge=1, le=1000)] = 10
-
-
-class EpisodeUpdate(_Request):
-    outcome: Text | None = None
-    importance: Annotated[float, Field(ge=0, le=1)] | None = None
-    tags: Tags | None = None
 
 
 # -- semantic ----------------------------------------------------------------------------
@@ -183,41 +137,9 @@ class Collection(BaseModel):
     usage: float | None = Field(None, description="share of the cap in use")
 
 
-class StoreRequest(_Request):
-    documents: Annotated[
-        list[Annotated[str, Field(min_length=1)]], Field(min_length=1, max_length=1000)
-    ]
-    metadatas: Annotated[list[dict[str, MetaValue] | None], Field(max_length=1000)] | None = None
-    ids: Annotated[list[Name], Field(max_length=1000)] | None = None
-    scope: Scope | None = None
-
-
 class StoreResponse(BaseModel):
     collection: str
     ids: list[str]
-
-
-QueryText = Annotated[str, Field(min_length=1, max_length=100_000)]
-
-
-class QueryRequest(_Request):
-    """``query`` (as in ``/v1/episodes/search``) or its older name ``query_text``."""
-
-    query: QueryText | None = Field(None, description="what to look for, in any language")
-    query_text: QueryText | None = Field(None, description="the same as `query`")
-    n_results: Annotated[int, Field(ge=1, le=100)] = 5
-    where: dict[str, Any] | None = Field(None, description="a ChromaDB metadata filter")
-    where_document: dict[str, Any] | None = Field(None, description="a ChromaDB text filter")
-
-    @model_validator(mode="after")
-    def _one_query(self) -> QueryRequest:
-        if (self.query is None) == (self.query_text is None):
-            raise ValueError("give query (or its older name query_text), once")
-        return self
-
-    @property
-    def text(self) -> str:
-        return self.query if self.query is not None else str(self.query_text)
 
 
 class QueryHit(BaseModel):
@@ -255,24 +177,6 @@ class Document(BaseModel):
 # -- procedural --------------------------------------------------------------------------
 
 
-class RegisterRequest(_Request):
-    name: Name
-    trigger: Annotated[
-        str,
-        Field(
-            min_length=1,
-            max_length=10_000,
-            description="alternatives joined by '|': exact 'write_article', glob 'deploy:*', "
-            "keyword '~記事'",
-        ),
-    ]
-    template: Annotated[str, Field(min_length=1, max_length=200_000)]
-    description: Annotated[str, Field(max_length=10_000)] = ""
-    success_rate: Annotated[float, Field(ge=0, le=1)] | None = None
-    avg_quality_score: Annotated[float, Field(ge=0, le=10)] | None = None
-    scope: Scope | None = None
-
-
 class Procedure(BaseModel):
     name: str
     trigger: str
@@ -304,20 +208,6 @@ class ProcedureMatch(BaseModel):
     task: str
     best: Procedure | None
     matches: list[Procedure]
-
-
-class OutcomeRequest(_Request):
-    quality_score: Annotated[float, Field(ge=0, le=10)]
-    success: StrictBool
-
-
-class EvolveRequest(_Request):
-    template: Annotated[str, Field(min_length=1, max_length=200_000)]
-    trigger: Annotated[str, Field(min_length=1, max_length=10_000)] | None = None
-
-
-class RollbackRequest(_Request):
-    version: Annotated[int, Field(ge=1, le=1_000_000)]
 
 
 # -- working memory ----------------------------------------------------------------------
@@ -355,31 +245,12 @@ class SessionView(BaseModel):
     context: str = Field(description="the slots rendered for a prompt")
 
 
-class SessionRequest(_Request):
-    max_tokens: Annotated[int, Field(ge=6, le=10_000_000)]
-
-
-class AddMessageRequest(_Request):
-    content: Annotated[str, Field(min_length=1, max_length=1_000_000)]
-    role: Name = "user"
-    importance: Annotated[float, Field(ge=0, le=1)] | None = None
-    pinned: StrictBool = False
-    metadata: dict[str, Any] | None = None
-
-
 class ChatMessage(_Request):
     role: Literal["user", "assistant", "system", "tool"] = "user"
     content: Annotated[str, Field(min_length=1, max_length=1_000_000)]
     name: Name | None = Field(None, description="who spoke (a speaker, never the owner)")
     timestamp: datetime | None = None
     id: Name | None = Field(None, description="the message's own id (makes a retry exact)")
-
-
-class AddMessagesRequest(_Request):
-    session_id: Name = Field(description="the conversation: its thread and working session")
-    messages: Annotated[list[ChatMessage], Field(min_length=1, max_length=1000)]
-    timestamp: datetime | None = Field(None, description="when, for messages without one")
-    scope: Scope | None = None
 
 
 class AddReport(BaseModel):
@@ -403,15 +274,6 @@ class Eviction(BaseModel):
 class EvictionsResponse(BaseModel):
     evictions: list[Eviction]
     total_tokens: int
-
-
-class SlotRequest(_Request):
-    value: Annotated[str, Field(max_length=1_000_000)] | None
-
-
-class PinRequest(_Request):
-    content: Annotated[str, Field(min_length=1, max_length=1_000_000)]
-    reason: Annotated[str, Field(max_length=10_000)] = ""
 
 
 # -- whole store -------------------------------------------------------------------------
@@ -485,12 +347,6 @@ class ImportReport(BaseModel):
     reembedded: int
 
 
-class AddKeyRequest(_Request):
-    agent_name: Name
-    admin: StrictBool = False
-    label: Annotated[str, Field(max_length=200)] = ""
-
-
 class ApiKeyInfo(BaseModel):
     id: str
     agent_name: str
@@ -502,3 +358,141 @@ class ApiKeyInfo(BaseModel):
 
 class NewApiKey(ApiKeyInfo):
     key: str = Field(description="the key itself: shown once, store it now")
+
+
+# -- request fields derived from the operation table ----------------------------------------
+
+#: Where an argument travels: a JSON body's field, a query or path parameter, an MCP tool's.
+Place = Literal["body", "query", "path", "mcp"]
+_NAME = Bounds(min_length=1, max_length=200)
+
+
+class Models(Protocol):
+    """The models a table's ``schema`` names, by name."""
+
+    def __getitem__(self, name: str) -> Any: ...
+
+
+_LIST = Bounds(max_length=1000)
+_SCALAR_DEFAULTS = (str, int, float, bool)
+
+
+@dataclass(frozen=True)
+class WireField:
+    """An argument as a field: its type (bounds included, None allowed when it may be
+    null), its default (``...``: required), its description and what a query parameter
+    adds to its schema (``format``)."""
+
+    annotation: Any
+    default: Any
+    description: str | None
+    schema_extra: dict[str, Any] | None = None
+
+
+def wire_type(
+    x: Argument,
+    place: Place,
+    models: Models | None = None,
+    param: Param | None = None,
+) -> WireField:
+    """Argument ``x`` as a field at ``place``; ``models`` resolve the table's item schemas
+    (bodies only), ``param`` is the MCP parameter that gives the argument (its description,
+    default and bounds).
+
+    A string defaults to 1 to 200 characters and a list to 1,000 items of those; an instant
+    is a date-time in a body and ISO 8601 text elsewhere; a bool is strict in a body (JSON
+    has true and false) and lax in a query (``?dry_run=true``). A default that is not a JSON
+    scalar (``()``) becomes null: the operation's own default then applies.
+    """
+    options = [t for t in typing.get_args(x.type) or (x.type,) if t is not type(None)]
+    if typing.get_origin(x.type) not in (typing.Union, types.UnionType):
+        options = [x.type]
+    kind, bounds = _kind(x, options, place, models or {}, param)
+    one = param is not None and param.one
+    if one:  # the MCP parameter is the list's only item
+        kind = typing.get_args(kind)[0] if typing.get_args(kind) else Any
+        bounds = {}
+    default = param.default if param is not None and param.default is not REQUIRED else x.default
+    if one and default is REQUIRED and not x.required:
+        default = None
+    nullable = type(None) in typing.get_args(x.type) or default is None
+    if default is not REQUIRED and not isinstance(default, _SCALAR_DEFAULTS):
+        default, nullable = None, True
+    if isinstance(default, str) and len(default) < bounds.get("min_length", 0):
+        default, nullable = None, True  # a default the bounds refuse is "not given"
+    extra = bounds.pop("json_schema_extra", None) if place == "query" else None
+    annotation: Any = Annotated[kind, Field(**bounds)] if bounds else kind
+    if nullable and place != "path":
+        annotation = annotation | None
+    help = param.description if param is not None else x.arg.help
+    return WireField(annotation, ... if default is REQUIRED else default, help or None, extra)
+
+
+def _kind(
+    x: Argument, options: list[Any], place: Place, models: Models, param: Param | None
+) -> tuple[Any, dict[str, Any]]:
+    """The type of ``x`` on the wire and the bounds that go with it."""
+    spec = x.arg
+    first = options[0] if options else Any
+    origin = typing.get_origin(first) or first
+    mcp = place == "mcp"
+    own = spec.bounds or Bounds(ge=spec.minimum)
+    if param is not None and param.bounds is not None:
+        own = param.bounds
+    numeric = {k: v for k, v in own.options().items() if k in ("ge", "gt", "le")}
+    if str in options and spec.choices is None and (mcp or datetime not in options):
+        return str, ({} if mcp else (spec.bounds or _NAME).options())
+    if spec.choices is not None and origin not in (list, Sequence, Iterable):
+        return Literal[spec.choices], {}
+    if datetime in options:
+        if place == "body":
+            return datetime, {}
+        return str, {"max_length": 64, "json_schema_extra": {"format": "date-time"}}
+    if first is bool:
+        return (StrictBool if place == "body" else bool), {}
+    if first in (int, float):
+        return first, numeric
+    if isinstance(origin, type) and issubclass(origin, Mapping):
+        if spec.schema is not None and not mcp:
+            return models[spec.schema], {}
+        return _mapping(first, strict=not mcp), {}
+    size = (own if own.min_length or own.max_length else _LIST).options()
+    size = {k: v for k, v in size.items() if k in ("min_length", "max_length")}
+    item = typing.get_args(first)[0] if typing.get_args(first) else Any
+    if spec.schema is not None and not mcp:
+        return list_of(models[spec.schema]), size
+    return list_of(_item(item, spec, mcp)), size
+
+
+def list_of(item: Any) -> Any:
+    """``list[item]`` of a type known only when the table is read."""
+    return list[item]
+
+
+def _item(item: Any, spec: Any, mcp: bool) -> Any:
+    """The type of a list's items: strings bounded like names (unless the table says
+    otherwise), mappings as objects, a union with None kept nullable."""
+    options = [t for t in typing.get_args(item) or (item,) if t is not type(None)]
+    if typing.get_origin(item) not in (typing.Union, types.UnionType):
+        options = [item]
+    nullable = len(options) < len(typing.get_args(item) or (item,))
+    first = options[0] if options else Any
+    origin = typing.get_origin(first) or first
+    kind: Any
+    if spec.choices is not None:
+        kind = Literal[spec.choices]
+    elif isinstance(origin, type) and issubclass(origin, Mapping):
+        kind = _mapping(first, strict=not mcp)
+    elif str in options:
+        kind = str if mcp else Annotated[str, Field(**(spec.items or _NAME).options())]
+    else:
+        kind = first
+    return kind | None if nullable else kind
+
+
+def _mapping(kind: Any, *, strict: bool) -> Any:
+    """A JSON object: of flat labels when the protocol says so (strict on REST), else any."""
+    args = typing.get_args(kind)
+    if len(args) == 2 and args[1] is not Any:
+        return dict[str, MetaValue] if strict else dict[str, args[1]]  # type: ignore[valid-type]
+    return dict[str, Any]

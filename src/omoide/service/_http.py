@@ -8,7 +8,9 @@ from __future__ import annotations
 import functools
 import inspect
 import json
-import string
+import os
+import types
+import typing
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -29,10 +31,12 @@ from omoide.errors import (
     StoreLockedError,
     ValidationError,
 )
-from omoide.service.operation import Route
-from omoide.service.table import operation
+from omoide.service.operation import Argument, Operation, Route
+from omoide.service.table import OPERATIONS
 
-__all__ = ["HttpOperations", "clean", "remote_call"]
+__all__ = ["HttpOperations", "clean", "remote_call", "remote_calls"]
+
+H = TypeVar("H", bound="type[HttpOperations]")
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -79,15 +83,15 @@ def _error(status: int, body: bytes) -> OmoideError:
 
 
 def clean(fields: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        k: (v.isoformat() if isinstance(v, datetime) else v)
-        for k, v in fields.items()
-        if v is not None
-    }
+    """``fields`` as a JSON object, without the unset (None) ones."""
+    return {str(k): _jsonable(v) for k, v in fields.items() if v is not None}
 
 
 class HttpOperations:
-    """A server at ``url``, called as the agent of ``key``."""
+    """A server at ``url``, called as the agent of ``key``; :attr:`table` gives each
+    operation's routes."""
+
+    table: Mapping[str, Operation] = OPERATIONS
 
     def __init__(self, url: str, key: str | None, *, timeout: float = 300.0) -> None:
         parsed = urllib.parse.urlparse(url)
@@ -142,55 +146,75 @@ class HttpOperations:
     def _q(value: str) -> str:
         return urllib.parse.quote(value, safe="")
 
-    def _send(
-        self,
-        operation_name: str,
-        payload: Any = None,
-        /,
-        *,
-        query: Mapping[str, Any] | None = None,
-        method: str | None = None,
-        **path: str,
-    ) -> Any:
-        """Call an operation at its route in the table, ``path`` filling the route's
-        placeholders (quoted)."""
-        route = self._route(operation_name, method, **path)
-        return self._call(route.method, route.path, payload, query=query)
+    def _operation(self, name: str) -> Operation:
+        try:
+            return self.table[name]
+        except KeyError:
+            raise NotFoundError("operation", name) from None
 
     def _route(self, operation_name: str, method: str | None = None, /, **path: str) -> Route:
         """The route of an operation with its placeholders filled (quoted)."""
-        route = operation(operation_name).route(method)
+        route = self._operation(operation_name).route(method)
         return Route(route.method, route.path.format(**{k: self._q(v) for k, v in path.items()}))
 
-    def _object(
-        self, operation_name: str, payload: Any = None, /, **options: Any
-    ) -> dict[str, Any]:
-        result: dict[str, Any] = self._send(operation_name, payload, **options)
-        return result
-
-    def _list(
-        self, operation_name: str, payload: Any = None, /, **options: Any
-    ) -> list[dict[str, Any]]:
-        result: list[dict[str, Any]] = self._send(operation_name, payload, **options)
-        return result
-
     def _generic(self, operation_name: str, values: dict[str, Any]) -> Any:
-        """Call an operation with its arguments by name: those the route's path names fill
-        it, the rest are the query (GET, DELETE) or the JSON body, unset ones left out."""
-        op = operation(operation_name)
-        route = op.route()
-        placeholders = {f for _, f, _, _ in string.Formatter().parse(route.path) if f}
-        path = route.path.format(**{k: self._q(str(values.pop(k))) for k in placeholders})
-        fields = {(op.args[k].wire if k in op.args else None) or k: v for k, v in values.items()}
+        """Call an operation with its arguments by name at the route the table gives it
+        (:meth:`~omoide.service.operation.Operation.route_for`): those the route's path
+        names fill it, the rest are the query (GET, DELETE) or the JSON body, by their wire
+        names; unset ones and those at their defaults are left out (the server applies the
+        same defaults). Local arguments are not sent: a callback is not called, any other
+        value is refused (the server decides it, e.g. the agent from the key)."""
+        op = self._operation(operation_name)
+        route = op.route_for(values)
+        placeholders = route.placeholders
+        path = route.path.format(**{k: self._q(str(values[k])) for k in placeholders})
+        fields: dict[str, Any] = {}
+        for x in op.arguments():
+            value = _value(x, values)
+            if x.name in placeholders or x.name in route.fixed:
+                continue
+            if x.arg.local:
+                if value is not None and value != x.default and not callable(value):
+                    raise ValidationError(x.name, "is not sent to a server (it decides it)")
+                continue
+            if value is not None and (x.required or value != x.default):
+                fields[x.wire] = _jsonable(value, x.type)
         if route.method in ("GET", "DELETE"):
             return self._call(route.method, path, query=fields)
-        return self._call(route.method, path, clean(fields) or None)
+        has_body = any(x.name not in placeholders for x in op.wire_arguments(route))
+        return self._call(route.method, path, fields if has_body else None)
+
+
+def _value(x: Argument, values: Mapping[str, Any]) -> Any:
+    """The value of argument ``x`` in a call (a field of its query object, if it is one)."""
+    if x.via is None:
+        return values.get(x.name)
+    query = values.get(x.via)
+    return None if query is None else getattr(query, x.name)
+
+
+def _jsonable(value: Any, kind: Any = None) -> Any:
+    """``value`` as JSON: times as ISO 8601, paths as text, mappings as objects (an object in
+    a list without its unset fields), other iterables as lists; a share list where the
+    protocol also takes a string (a scope) joined by commas."""
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    union = typing.get_origin(kind) in (typing.Union, types.UnionType)
+    if union and str in typing.get_args(kind) and all(isinstance(v, str) for v in value):
+        return ",".join(value)
+    return [clean(v) if isinstance(v, Mapping) else _jsonable(v) for v in value]
 
 
 def remote_call(method: Callable[P, R]) -> Callable[P, R]:
     """The method of :class:`HttpOperations` that calls the protocol's ``method`` on the
     server (its signature and types are the protocol's): the generic remote call of an
-    operation whose arguments go to its route as they are."""
+    operation, by its table entry."""
     signature = inspect.signature(method)
 
     @functools.wraps(method)
@@ -203,3 +227,12 @@ def remote_call(method: Callable[P, R]) -> Callable[P, R]:
         return result
 
     return call
+
+
+def remote_calls(cls: H) -> H:
+    """Class decorator: give ``cls`` the generic remote call of every operation of its
+    table that it does not write out itself (nor its table marks custom)."""
+    for name, op in cls.table.items():
+        if name not in vars(cls) and not any(route.custom for route in op.rest):
+            setattr(cls, name, remote_call(op.method()))
+    return cls

@@ -4,26 +4,48 @@ maintenance, the audit log, restore, indexing and the cache (see :mod:`omoide.se
 
 from __future__ import annotations
 
-from omoide.service._layer_table import SCOPE_HELP, WHEN_HELP
-from omoide.service.operation import Operation, Tool, a, r
+from omoide.service._layer_table import SCOPE, SCOPE_PARAM, WHEN_HELP
+from omoide.service.operation import LOCAL, Bounds, Operation, Param, Tool, a, r, tagged
 
 __all__ = ["PIPELINE_OPERATIONS"]
 
 _LAYERS = ("working", "episodic", "semantic", "procedural")
 _AUDITED = ("episodic", "semantic")
+_DRY_RUN = {"dry_run": a("only show what would be done", "--dry-run")}
+_SOURCE = Bounds.text(8192)
 
-PIPELINE_OPERATIONS: tuple[Operation, ...] = (
+_RECALL = tagged(
+    "recall",
     Operation(
         "recall",
         "recall what answers a question from every layer, within a token budget "
         "(as --agent; through a server as the key's agent)",
         {
-            "query": a("the question, in any language ('先週の決定', 'last week')"),
+            "query": a(
+                "the question, in any language ('先週の決定', 'last week')",
+                bounds=Bounds.text(10_000),
+            ),
             "session_id": a("include this working session's pins and messages", "--session"),
-            "budget_tokens": a("token budget (default: 2,000)", "--budget", minimum=1),
-            "layers": a("consult only this layer (repeatable)", "--layer", choices=_LAYERS),
+            "budget_tokens": a(
+                "token budget (default: 2,000)",
+                "--budget",
+                minimum=1,
+                bounds=Bounds.number(1, 1_000_000),
+            ),
+            "layers": a(
+                "consult only this layer (repeatable)",
+                "--layer",
+                choices=_LAYERS,
+                bounds=Bounds.size(4, 1),
+            ),
         },
-        r("POST", "/recall"),
+        r(
+            "POST",
+            "/recall",
+            "RecallResponse",
+            about="The key's agent's memories that answer a query, from every layer, ranked "
+            "and packed into a token budget; ``context`` is ready for a prompt.",
+        ),
         Tool(
             "recall",
             "Recall everything relevant to a question from all of your memory at once.\n\n"
@@ -32,21 +54,46 @@ PIPELINE_OPERATIONS: tuple[Operation, ...] = (
             "each item attributed to its author) and `items` (with layer, id and why each was "
             'chosen). Time expressions such as "last week" or "先週" narrow the search. Prefer '
             "this tool when you do not know where an answer is stored.",
+            {
+                "query": Param("What you need to remember, in any language; may say when."),
+                "budget_tokens": Param(
+                    "Token budget of the context (default 2,000).",
+                    bounds=Bounds.number(50, 100_000),
+                ),
+                "session_id": Param("Your working session, to include its pins."),
+            },
+            reply="{context}",
+            reply_empty="(nothing relevant remembered)",
         ),
         cli="recall",
         reads=True,
     ),
+)
+
+_MAINTENANCE = tagged(
+    "maintenance",
     Operation(
         "distill",
         "turn old, similar episodes into knowledge documents now",
-        rest=r("POST", "/distill"),
+        rest=r(
+            "POST",
+            "/distill",
+            "DistillReport",
+            about="Turn old, similar episodes into knowledge documents (admin keys only).",
+        ),
         cli="distill",
     ),
     Operation(
         "forget",
         "apply the forgetting policies (never-forget items are kept; all is audited)",
-        {"dry_run": a("only show what would be done", "--dry-run")},
-        r("POST", "/forget"),
+        _DRY_RUN,
+        r(
+            "POST",
+            "/forget",
+            "ForgetReport",
+            about="Apply the forgetting policies (admin keys only); a dry run only reports, "
+            "and is open to every key (it lists only what the key's agent may read).",
+        ),
         # No MCP tool: forgetting is the operator's job (an agent may not run it), so a
         # preview gives an agent nothing to act on, and a tool named "forget" invites a model
         # to call it to forget something. Agents delete their own episodes (delete_episode);
@@ -56,13 +103,26 @@ PIPELINE_OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "maintain",
         "run the daily job now: distill, forget, collection retention, caps, cache expiry",
-        rest=r("POST", "/maintain"),
+        rest=r(
+            "POST",
+            "/maintain",
+            "MaintenanceReport",
+            about="Run the daily job now: distill, forget, collection retention/caps/cache "
+            "expiry (admin keys only; 503 while another run holds the maintenance lock).",
+        ),
         cli="maintain",
     ),
     Operation(
         "enforce_collections",
         "apply collection retention, caps and cache expiry alone",
-        rest=r("POST", "/enforce-collections"),
+        _DRY_RUN,
+        rest=r(
+            "POST",
+            "/enforce-collections",
+            "RetentionReport",
+            about="Apply collection retention, caps and cache expiry alone (admin keys only); "
+            "a dry run only reports.",
+        ),
     ),
     Operation(
         "audit",
@@ -75,9 +135,17 @@ PIPELINE_OPERATIONS: tuple[Operation, ...] = (
             "run_id": a("only this run id", "--run"),
             "since": a(WHEN_HELP, "--since"),
             "until": a(WHEN_HELP, "--until"),
-            "limit": a("how many (default: 100)", "--limit", minimum=1),
+            "limit": a(
+                "how many (default: 100)", "--limit", minimum=1, bounds=Bounds.number(1, 1000)
+            ),
         },
-        r("GET", "/audit"),
+        r(
+            "GET",
+            "/audit",
+            "AuditEntry",
+            about="What forgetting, retention, overflow and restores did, newest first "
+            "(entries of items the key's agent may read).",
+        ),
         cli="audit",
     ),
     Operation(
@@ -90,39 +158,75 @@ PIPELINE_OPERATIONS: tuple[Operation, ...] = (
             "collection": a("the document's collection", "--collection"),
             "keep": a("also keep it against forgetting for good (audited)", "--keep"),
         },
-        r("POST", "/restore"),
+        r(
+            "POST",
+            "/restore",
+            "RestoreResponse",
+            about="Bring an archived or compressed item back (admin keys, or the item's owner).",
+        ),
         cli="restore",
     ),
     Operation(
         "purge",
         "remove an item for good, never-forget ones too (admin; audited with its snapshot)",
         {
-            "item_id": a("the item's id, or a unique prefix of it"),
-            "reason": a("why (kept in the audit log; not empty)", "--reason"),
+            "item_id": a("the item's id, or a unique prefix of it", wire="id"),
+            "reason": a(
+                "why (kept in the audit log; not empty)", "--reason", bounds=Bounds.text(2000)
+            ),
             "layer": a("where the item is", "--layer", choices=_AUDITED),
             "collection": a("the document's collection", "--collection"),
         },
-        r("POST", "/admin/purge"),
+        r(
+            "POST",
+            "/admin/purge",
+            "AuditEntry",
+            about="Remove an item for good, never-forget ones included (admin keys only); "
+            "audited with the item's snapshot, the admin and the reason.",
+        ),
         cli="admin purge",
     ),
+)
+
+_KNOWLEDGE = tagged(
+    "semantic",
     Operation(
         "index",
         "index a folder or git repository into a collection (incremental)",
         {
             "path": a(
-                "folder or repository (with --url: on the server)", metavar="PATH", dest="root"
+                "folder or repository (with --url: on the server)",
+                metavar="PATH",
+                dest="root",
+                bounds=Bounds.text(4096),
             ),
             "collection": a(
                 "code (default), knowledge, ...", "--collection", "-c", cli_default="code"
             ),
             "source": a("name of the source (default: the folder's name)", "--source"),
-            "include": a("glob of files to index (repeatable)", "--include"),
-            "exclude": a("glob of files to skip (repeatable)", "--exclude"),
-            "max_file_bytes": a("skip larger files (default 1 MB)", "--max-file-bytes", minimum=1),
-            "scope": a(SCOPE_HELP, "--scope"),
+            "include": a(
+                "glob of files to index (repeatable)", "--include", bounds=Bounds.size(100)
+            ),
+            "exclude": a(
+                "glob of files to skip (repeatable)", "--exclude", bounds=Bounds.size(100)
+            ),
+            "max_file_bytes": a(
+                "skip larger files (default 1 MB)",
+                "--max-file-bytes",
+                minimum=1,
+                bounds=Bounds.number(1, 1_000_000_000),
+            ),
+            "scope": SCOPE,
             "dry_run": a("only report what would change", "--dry-run"),
+            "progress": LOCAL,
         },
-        rest=r("POST", "/collections/{collection}/index"),
+        rest=r(
+            "POST",
+            "/collections/{collection}/index",
+            "IndexReport",
+            about="Index a folder or git repository on the server's machine (admin keys "
+            "only); incremental: unchanged files are skipped, deleted files' documents removed.",
+        ),
         cli="index",
     ),
     Operation(
@@ -133,20 +237,39 @@ PIPELINE_OPERATIONS: tuple[Operation, ...] = (
                 "a URL or any name; caching it again replaces the entry",
                 metavar="URL_OR_NAME",
                 dest="cache_key",
+                bounds=_SOURCE,
             ),
-            "content": a("the text fetched"),
-            "source": a("where it came from", "--source"),
-            "ttl_days": a("days it stays valid (default 7)", "--ttl-days", cli_default=7.0),
+            "content": a("the text fetched", bounds=Bounds.text(1_000_000), embedded=True),
+            "source": a("where it came from", "--source", bounds=_SOURCE),
+            "ttl_days": a(
+                "days it stays valid (default 7)",
+                "--ttl-days",
+                cli_default=7.0,
+                bounds=Bounds.number(le=36_500, gt=0),
+            ),
             "collection": a("default: semantic.cache_collection (knowledge)", "--collection"),
-            "scope": a(SCOPE_HELP, "--scope"),
+            "scope": SCOPE,
         },
-        r("PUT", "/cache"),
+        r(
+            "PUT",
+            "/cache",
+            "Document",
+            about="Cache outside information (an API answer, a web page) with its source and "
+            "a time to live; caching the same key again replaces the entry.",
+        ),
         Tool(
             "cache_information",
             "Keep information fetched from outside (web page, API answer) for a limited time."
             "\n\nIt becomes searchable with search_knowledge until it expires; caching the same "
             "key again replaces it. Use get_cached_information to check whether a fresh copy "
             "exists before fetching again.",
+            {
+                "key": Param("The URL or a key naming the information."),
+                "content": Param("The text fetched (an answer, a page)."),
+                "source": Param("Where it came from (URL, API name)."),
+                "ttl_days": Param("Days it stays valid.", default=7.0),
+                "scope": SCOPE_PARAM,
+            },
         ),
         cli="cache put",
     ),
@@ -154,15 +277,25 @@ PIPELINE_OPERATIONS: tuple[Operation, ...] = (
         "cached",
         "the live entry cached under a key",
         {
-            "key": a("the key it was cached under", metavar="KEY", dest="cache_key"),
+            "key": a(
+                "the key it was cached under", metavar="KEY", dest="cache_key", bounds=_SOURCE
+            ),
             "collection": a("default: semantic.cache_collection (knowledge)", "--collection"),
         },
-        r("GET", "/cache"),
+        r(
+            "GET",
+            "/cache",
+            "Document",
+            about="The live entry cached under a key (404 when absent or expired).",
+        ),
         Tool(
             "get_cached_information",
             "Return the unexpired cached copy of outside information, or an error if there is "
             "none (then fetch it and call cache_information).",
+            {"key": Param("The URL or key it was cached under.")},
         ),
         cli="cache get",
     ),
 )
+
+PIPELINE_OPERATIONS: tuple[Operation, ...] = (*_RECALL, *_MAINTENANCE, *_KNOWLEDGE)

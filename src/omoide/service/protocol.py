@@ -20,7 +20,7 @@ from omoide.ingest.indexing import ProgressCallback
 from omoide.pipelines.audit import AuditQuery
 from omoide.service.transfer import Progress
 
-__all__ = ["AuditQuery", "Operations"]
+__all__ = ["AuditQuery", "Metadata", "Operations"]
 
 #: A JSON object as the REST API returns it (the shapes are in :mod:`omoide.server.schemas`).
 Record = dict[str, Any]
@@ -30,6 +30,8 @@ Records = list[dict[str, Any]]
 Instant = datetime | str
 #: Who may read an item: 'global', 'private', or a share list.
 ScopeArg = str | Sequence[str]
+#: A document's metadata: flat labels (the vector store keeps only these values).
+Metadata = Mapping[str, str | int | float | bool]
 
 
 class Operations(Protocol):
@@ -111,7 +113,7 @@ class Operations(Protocol):
         self,
         collection: str,
         documents: Sequence[str],
-        metadatas: Sequence[Mapping[str, Any] | None] | None = None,
+        metadatas: Sequence[Metadata | None] | None = None,
         ids: Sequence[str] | None = None,
         *,
         scope: ScopeArg | None = None,
@@ -266,7 +268,7 @@ class Operations(Protocol):
         source: str,
         *,
         collection: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
+        metadata: Metadata | None = None,
         scope: ScopeArg | None = None,
     ) -> Record: ...
 

@@ -4,9 +4,12 @@ A server owns its data directory, so the CLI (``--url``) and a stdio MCP server
 (``omoide mcp --url``) reach it over HTTP. :class:`RemoteOperations` implements
 :class:`~omoide.service.protocol.Operations` as :class:`~omoide.service.local.LocalOperations`
 does; each call goes to the method and path the operation table gives it
-(:mod:`omoide.service._http`). Most operations are the generic call
-(:func:`~omoide.service._http.remote_call`: the arguments go to the route as they are); the
-few whose request is shaped otherwise are written out. The key decides the agent, and the
+(:mod:`omoide.service._http`). Every operation of the table is the generic call
+(:func:`~omoide.service._http.remote_call`, attached by
+:func:`~omoide.service._http.remote_calls`), except the two whose route the
+table marks custom: the export streams JSON Lines and the import sends them. Local arguments
+do not travel: ``index`` reads the path on the server's machine and does not call
+``progress`` (the server reports figures at the end). The key decides the agent, and the
 server's refusals come back as the same :mod:`omoide.errors` exceptions. It uses only the
 standard library, so the base install can talk to a server.
 """
@@ -14,95 +17,23 @@ standard library, so the base install can talk to a server.
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 
-from omoide.ingest.indexing import ProgressCallback
-from omoide.service._http import HttpOperations, clean, remote_call
-from omoide.service.protocol import AuditQuery, Operations
+from omoide.service._http import HttpOperations, remote_calls
 from omoide.service.transfer import Progress
 
 __all__ = ["RemoteOperations"]
 
 
+@remote_calls
 class RemoteOperations(HttpOperations):
     """The operations over HTTP, as the agent of ``key``."""
 
-    # -- identity and episodic ---------------------------------------------------------
-
-    whoami = remote_call(Operations.whoami)
-    record = remote_call(Operations.record)
-
-    def record_many(self, items: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-        return self._list("record_many", {"episodes": [clean(i) for i in items]})
-
-    search_episodes = remote_call(Operations.search_episodes)
-    get_episode = remote_call(Operations.get_episode)
-    list_episodes = remote_call(Operations.list_episodes)
-    update_episode = remote_call(Operations.update_episode)
-    delete_episode = remote_call(Operations.delete_episode)
-    add = remote_call(Operations.add)
-
-    # -- semantic ----------------------------------------------------------------------
-
-    collections = remote_call(Operations.collections)
-
-    def store(
-        self,
-        collection: str,
-        documents: Sequence[str],
-        metadatas: Sequence[Mapping[str, Any] | None] | None = None,
-        ids: Sequence[str] | None = None,
-        *,
-        scope: str | Sequence[str] | None = None,
-    ) -> dict[str, Any]:
-        payload = {
-            "documents": list(documents),
-            "metadatas": None if metadatas is None else list(metadatas),
-            "ids": None if ids is None else list(ids),
-            "scope": scope if scope is None or isinstance(scope, str) else ",".join(scope),
-        }
-        return self._object("store", clean(payload), collection=collection)
-
-    query = remote_call(Operations.query)
-    get_document = remote_call(Operations.get_document)
-    list_documents = remote_call(Operations.list_documents)
-    delete_document = remote_call(Operations.delete_document)
-
-    # -- procedural --------------------------------------------------------------------
-
-    procedures = remote_call(Operations.procedures)
-    register_procedure = remote_call(Operations.register_procedure)
-    get_procedure = remote_call(Operations.get_procedure)
-    match_procedure = remote_call(Operations.match_procedure)
-    report_outcome = remote_call(Operations.report_outcome)
-    evolve_procedure = remote_call(Operations.evolve_procedure)
-    procedure_history = remote_call(Operations.procedure_history)
-    rollback_procedure = remote_call(Operations.rollback_procedure)
-
-    # -- working memory ----------------------------------------------------------------
-
-    def working(
-        self, session_id: str, *, create: bool = False, max_tokens: int | None = None
-    ) -> dict[str, Any]:
-        if create or max_tokens is not None:
-            payload = {} if max_tokens is None else {"max_tokens": max_tokens}
-            return self._object("working", payload, method="PUT", session_id=session_id)
-        return self._object("working", method="GET", session_id=session_id)
-
-    add_message = remote_call(Operations.add_message)
-
-    def set_slot(self, session_id: str, slot: str, value: str | None) -> dict[str, Any]:
-        return self._object("set_slot", {"value": value}, session_id=session_id, slot=slot)
-
-    pin = remote_call(Operations.pin)
-    unpin = remote_call(Operations.unpin)
-    clear_messages = remote_call(Operations.clear_messages)
-
-    # -- whole store -------------------------------------------------------------------
-
-    stats = remote_call(Operations.stats)
+    if TYPE_CHECKING:
+        # The table's operations, attached by @remote_calls as generic calls with the
+        # protocol's signatures (tests/test_operations_parity.py checks them).
+        def __getattr__(self, name: str) -> Any: ...
 
     def export_lines(
         self, *, embeddings: bool = True, progress: Progress | None = None
@@ -152,62 +83,3 @@ class RemoteOperations(HttpOperations):
         if progress is not None:
             progress("upload", 1, 1)
         return result
-
-    add_key = remote_call(Operations.add_key)
-    list_keys = remote_call(Operations.list_keys)
-    revoke_key = remote_call(Operations.revoke_key)
-
-    # -- pipelines -----------------------------------------------------------------------
-
-    recall = remote_call(Operations.recall)
-    distill = remote_call(Operations.distill)
-    forget = remote_call(Operations.forget)
-    maintain = remote_call(Operations.maintain)
-    enforce_collections = remote_call(Operations.enforce_collections)
-
-    def audit(self, query: AuditQuery | None = None) -> list[dict[str, Any]]:
-        return self._list("audit", query=(query or AuditQuery()).params())
-
-    restore = remote_call(Operations.restore)
-
-    def purge(
-        self, item_id: str, *, reason: str, layer: str = "episodic", collection: str = ""
-    ) -> dict[str, Any]:
-        payload = {
-            "id": item_id,
-            "reason": reason,
-            "layer": layer,
-            "collection": collection or None,
-        }
-        return self._object("purge", clean(payload))
-
-    def index(
-        self,
-        path: str | os.PathLike[str],
-        collection: str,
-        *,
-        source: str | None = None,
-        include: Iterable[str] = (),
-        exclude: Iterable[str] = (),
-        max_file_bytes: int | None = None,
-        scope: str | Sequence[str] | None = None,
-        use_git: bool | None = None,
-        dry_run: bool = False,
-        progress: ProgressCallback | None = None,
-    ) -> dict[str, Any]:
-        """Index a folder on the *server's* machine (the path is read there); ``progress``
-        is not called (the server reports figures at the end)."""
-        payload = {
-            "path": str(path),
-            "source": source,
-            "include": list(include) or None,
-            "exclude": list(exclude) or None,
-            "max_file_bytes": max_file_bytes,
-            "scope": scope,
-            "use_git": use_git,
-            "dry_run": dry_run,
-        }
-        return self._object("index", clean(payload), collection=collection)
-
-    cache = remote_call(Operations.cache)
-    cached = remote_call(Operations.cached)
