@@ -106,13 +106,28 @@ class AsyncClient:
         session_id: str | None = None,
         budget_tokens: int | None = None,
         layers: Sequence[str] | None = None,
+        collections: Sequence[str] | None = None,
+        top_k: int | None = None,
+        min_score: float | None = None,
+        diversity: float | None = None,
         now: datetime | str | None = None,
     ) -> Context:
         """The memories that answer ``query``, as :meth:`Memory.recall` (``now`` is the
         server's clock and cannot be replaced)."""
         calls.check_agent(await self._agent(), agent_name)
         calls.unsupported("now", now)
-        return await self._run(calls.recall(query, session_id, budget_tokens, layers))
+        return await self._run(
+            calls.recall(
+                query,
+                session_id,
+                budget_tokens,
+                layers,
+                collections=collections,
+                top_k=top_k,
+                min_score=min_score,
+                diversity=diversity,
+            )
+        )
 
     async def add(
         self,

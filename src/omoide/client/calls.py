@@ -375,12 +375,21 @@ def recall(
     session_id: str | None,
     budget_tokens: int | None,
     layers: Sequence[str] | None,
+    *,
+    collections: Sequence[str] | None = None,
+    top_k: int | None = None,
+    min_score: float | None = None,
+    diversity: float | None = None,
 ) -> Call[Context]:
     body = {
         "query": query,
         "session_id": session_id,
         "budget_tokens": budget_tokens,
         "layers": None if layers is None else list(layers),
+        "collections": None if collections is None else list(collections),
+        "top_k": top_k,
+        "min_score": min_score,
+        "diversity": diversity,
     }
     return Call("POST", "/v1/recall", decode_context, plain(body))
 

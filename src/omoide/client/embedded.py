@@ -111,6 +111,10 @@ class AsyncMemory:
         session_id: str | None = None,
         budget_tokens: int | None = None,
         layers: Sequence[str] | None = None,
+        collections: Sequence[str] | None = None,
+        top_k: int | None = None,
+        min_score: float | None = None,
+        diversity: float | None = None,
         now: datetime | str | None = None,
     ) -> Context:
         return await self._pool.run(
@@ -120,6 +124,10 @@ class AsyncMemory:
             session_id=session_id,
             budget_tokens=budget_tokens,
             layers=layers,
+            collections=collections,
+            top_k=top_k,
+            min_score=min_score,
+            diversity=diversity,
             now=now,
         )
 

@@ -97,13 +97,28 @@ class Client:
         session_id: str | None = None,
         budget_tokens: int | None = None,
         layers: Sequence[str] | None = None,
+        collections: Sequence[str] | None = None,
+        top_k: int | None = None,
+        min_score: float | None = None,
+        diversity: float | None = None,
         now: datetime | str | None = None,
     ) -> Context:
         """The memories that answer ``query``, as :meth:`Memory.recall` (``now`` is the
         server's clock and cannot be replaced)."""
         calls.check_agent(self.agent, agent_name)
         calls.unsupported("now", now)
-        return self._run(calls.recall(query, session_id, budget_tokens, layers))
+        return self._run(
+            calls.recall(
+                query,
+                session_id,
+                budget_tokens,
+                layers,
+                collections=collections,
+                top_k=top_k,
+                min_score=min_score,
+                diversity=diversity,
+            )
+        )
 
     def add(
         self,

@@ -38,6 +38,7 @@ class ContextItem(BaseModel):
     tokens: int
     truncated: bool
     metadata: dict[str, Any]
+    signals: dict[str, float]
 
 
 class RecallResponse(BaseModel):

@@ -44,6 +44,10 @@ class PipelineOperations(OperationsBase):
         session_id: str | None = None,
         budget_tokens: int | None = None,
         layers: Sequence[str] | None = None,
+        collections: Sequence[str] | None = None,
+        top_k: int | None = None,
+        min_score: float | None = None,
+        diversity: float | None = None,
     ) -> dict[str, Any]:
         """The caller's budgeted context for ``query`` from every layer: the rendered text
         (ready for a prompt) and the items with where each came from and why. A read needs
@@ -55,6 +59,10 @@ class PipelineOperations(OperationsBase):
             session_id=session_id,
             budget_tokens=budget_tokens,
             layers=layers,
+            collections=collections,
+            top_k=top_k,
+            min_score=min_score,
+            diversity=diversity,
         )
         return {
             "query": ctx.query,

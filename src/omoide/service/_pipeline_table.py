@@ -38,6 +38,27 @@ _RECALL = tagged(
                 choices=_LAYERS,
                 bounds=Bounds.size(4, 1),
             ),
+            "collections": a(
+                "consult only this collection of knowledge (repeatable)",
+                "--collection",
+                bounds=Bounds.size(100, 1),
+            ),
+            "top_k": a(
+                "return at most this many items (default: router.top_k, 10)",
+                "--top-k",
+                minimum=1,
+                bounds=Bounds.number(1, 1_000),
+            ),
+            "min_score": a(
+                "leave out items scoring below this (default: router.min_score, 0.15)",
+                "--min-score",
+                bounds=Bounds.number(0, 1),
+            ),
+            "diversity": a(
+                "penalise near-duplicates by this share of their similarity (default: off)",
+                "--diversity",
+                bounds=Bounds.number(0, 1),
+            ),
         },
         r(
             "POST",

@@ -220,6 +220,10 @@ class Operations(Protocol):
         session_id: str | None = None,
         budget_tokens: int | None = None,
         layers: Sequence[str] | None = None,
+        collections: Sequence[str] | None = None,
+        top_k: int | None = None,
+        min_score: float | None = None,
+        diversity: float | None = None,
     ) -> Record: ...
 
     def distill(self) -> Record: ...
