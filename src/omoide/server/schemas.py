@@ -141,6 +141,7 @@ class Episode(BaseModel):
     state: str
     distilled_at: datetime | None
     score: float | None = None
+    tokens: int | None = None
 
 
 class EpisodeSearch(_Request):
@@ -230,6 +231,7 @@ class QueryHit(BaseModel):
     chunk_index: int
     current: bool
     similarity: float
+    tokens: int | None = None
 
 
 class Document(BaseModel):
