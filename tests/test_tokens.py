@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import html
 import importlib.util
+import random
+from datetime import datetime
 
 import pytest
 
 from omoide.errors import ConfigError
-from omoide.providers.tokens import E5TokenCounter, TiktokenCounter
+from omoide.providers.tokens import (
+    BlockBound,
+    E5TokenCounter,
+    TiktokenCounter,
+    TokenCounter,
+    count_rendered,
+    rendered_text,
+)
+from omoide.recall.context import FOOTER, ContextItem, render_context, render_header, render_item
 
 
 def test_e5_counts_without_special_tokens(counter: E5TokenCounter) -> None:
@@ -33,3 +44,95 @@ def test_tiktoken_counter_works_offline_or_says_how_to_install() -> None:
             TiktokenCounter()
     else:  # pragma: no cover - depends on the optional extra
         assert TiktokenCounter().count("hello world") == 2
+
+
+# -- stored counts and the bound of a rendered block --------------------------------------
+
+SENTENCES = [
+    "昨日の会議で第1四半期の予算が承認された。",
+    "デプロイは設定変更の後に失敗し、ロールバックされた。",
+    "「キャッシュ層」の設計を見直す必要がある。",
+    "エラー率は3.5%まで下がった(目標は1%)。",
+    "田中さんがE-03424の件をCTOに報告した。",
+    "We decided the Q1 budget in yesterday's meeting.",
+    "The deploy failed after a config change & was rolled back.",
+    "Use `if a < b && b > c` to guard the <retry> loop.",
+    "Error rate fell to 3.5% (target: 1%); see ticket E-03424.",
+    'Alice\'s notes: "ship it" — approved by the CEO.',
+]
+
+
+def _texts(n: int) -> list[str]:
+    rng = random.Random(7)
+    out = []
+    for _ in range(n):
+        words = [rng.choice(SENTENCES) for _ in range(rng.randint(1, 8))]
+        text = rng.choice([" ", "", "\n"]).join(words)
+        if rng.random() < 0.2:
+            text = rng.choice([" ", "\n", "  "]) + text + rng.choice([" ", "\n", ""])
+        out.append(text)
+    return out
+
+
+def _item(rng: random.Random, text: str) -> ContextItem:
+    return ContextItem(
+        layer=rng.choice(["working", "episodic", "semantic", "procedural"]),
+        id=rng.choice([f"ep-{rng.getrandbits(64):016x}", "knowledge/h-3f2a", "deploy-checklist"]),
+        text=text,
+        score=1.0,
+        why="",
+        author=rng.choice(["", "cto", "田中", "distilled from alice, bob"]),
+        timestamp=rng.choice([None, datetime(2026, 3, rng.randint(1, 28), rng.randint(0, 23))]),
+    )
+
+
+def _parts(n: int, item: ContextItem) -> list[str]:
+    """The block of ``render_item`` as header parts that begin or end at a space or newline."""
+    when = f' time="{item.timestamp:%Y-%m-%d %H:%M}"' if item.timestamp else ""
+    author = f' author="{html.escape(item.author, quote=True)}"' if item.author else ""
+    attributes = [f'\n<memory n="{n}" layer="{item.layer}"', f' id="{item.id}"']
+    attributes += [a for a in (author, when) if a]
+    attributes[-1] += ">\n"
+    return [*attributes, "\n</memory>"]
+
+
+def test_a_stored_count_and_its_header_bound_the_rendered_block(counter: E5TokenCounter) -> None:
+    """Japanese and English texts: the bound is never under the true count of the block
+    (nor of the whole context), and is close to it."""
+    rng = random.Random(11)
+    bound = BlockBound(counter)
+    blocks: list[str] = []
+    total_bound = 0
+    slack = []
+    for n, text in enumerate(_texts(300), start=1):
+        item = _item(rng, text)
+        block = render_item(n, item, item.text)
+        parts = _parts(n, item)
+        assert "".join(parts[:-1]) + rendered_text(text) + parts[-1] == "\n" + block
+        upper = bound.bound(count_rendered(counter, text), *parts)
+        true = counter.count(block)
+        assert true <= upper, (text, block)
+        slack.append(upper - true)
+        blocks.append(block)
+        total_bound += upper
+    head = render_header("予算は? what was decided", "cto")
+    rendered = render_context(head, blocks)
+    whole = bound.part(head) + total_bound + bound.part("\n" + FOOTER) + len(blocks) + 1
+    assert counter.count(rendered) <= whole
+    # Tight enough to pack by: a few tokens per block.
+    assert max(slack) <= 4 and sum(slack) / len(slack) <= 2
+
+
+def test_the_bound_counts_each_header_part_once(counter: E5TokenCounter) -> None:
+    calls: list[str] = []
+
+    class Counting(TokenCounter):
+        def count(self, text: str) -> int:
+            calls.append(text)
+            return counter.count(text)
+
+    bound = BlockBound(Counting())
+    for _ in range(3):
+        bound.bound(10, ' layer="episodic"', ' author="cto"')
+    assert calls == [' layer="episodic"', ' author="cto"']
+    assert bound.bound(0) == 0

@@ -146,6 +146,7 @@ class Memory:
             # expired cache entries leave through retention, so each deletion is audited
             remove_expired=lambda coll, ids: self.retention.delete_expired(coll, ids),
             teams=config.teams,
+            token_counter=self.token_counter,
         )
         self.episodic = EpisodicStore(
             self.db,
@@ -157,6 +158,7 @@ class Memory:
             overflow=lambda episodes: self.overflow(episodes),  # see pipelines.overflow
             protection=self.never_forget.episode,
             teams=config.teams,
+            token_counter=self.token_counter,
         )
         # Before anything can write: the overflow sink and expiry hook above audit through it.
         self.lifecycle = Lifecycle(

@@ -53,6 +53,9 @@ class Episode:
     distilled_at: datetime | None = None
     #: Score given by the recall that returned it (None when fetched directly).
     score: float | None = None
+    #: Tokens of its text as a context renders it, counted when the text was written by the
+    #: memory's token counter (None: not counted, e.g. an episode not read from the store).
+    tokens: int | None = None
 
 
 @dataclass(frozen=True)
@@ -155,6 +158,9 @@ class QueryHit:
     chunk_index: int = 0
     #: False when a newer version of the document (same subject) supersedes it.
     current: bool = True
+    #: Tokens of the chunk's text as a context renders it, counted when the chunk was written
+    #: by the memory's token counter (None: not counted).
+    tokens: int | None = None
 
     @property
     def similarity(self) -> float:

@@ -113,6 +113,7 @@ class Episode(BaseModel):
     state: str
     distilled_at: datetime | None
     score: float | None = None
+    tokens: int | None = None
 
 
 # -- semantic ----------------------------------------------------------------------------
@@ -152,6 +153,7 @@ class QueryHit(BaseModel):
     chunk_index: int
     current: bool
     similarity: float
+    tokens: int | None = None
 
 
 class Document(BaseModel):

@@ -21,7 +21,9 @@ import sqlite3
 from dataclasses import dataclass
 
 __all__ = [
+    "CHUNK_TOKENS_REBUILD",
     "CONTEXT_KEYS_REBUILD",
+    "EPISODE_TOKENS_REBUILD",
     "MIGRATIONS",
     "SEMANTIC_FULLTEXT_REBUILD",
     "Migration",
@@ -500,6 +502,19 @@ DROP TRIGGER semantic_docs_fts_update;
 DROP TRIGGER semantic_docs_fts_delete;
 """
 
+TOKEN_COUNTS = """
+-- Token counts made when an item is written, so that recall packs a context without counting:
+-- of an episode's text as a context renders it, and of each chunk of a document (a JSON array,
+-- by chunk). NULL: not counted yet. The meta table records which counter made them.
+ALTER TABLE episodes ADD COLUMN tokens INTEGER;
+ALTER TABLE semantic_docs ADD COLUMN chunk_tokens TEXT;
+"""
+
+#: The rebuild that counts the tokens of every stored episode (the episodic layer).
+EPISODE_TOKENS_REBUILD = "episode_tokens"
+#: The rebuild that counts the tokens of every stored chunk (the semantic layer).
+CHUNK_TOKENS_REBUILD = "chunk_tokens"
+
 #: Every migration, in order. Append only.
 MIGRATIONS: list[Migration] = [
     Migration("0001_core", CORE),
@@ -512,4 +527,5 @@ MIGRATIONS: list[Migration] = [
     Migration("0008_admin_purge", ADMIN_PURGE),
     Migration("0009_procedure_agent_figures", PROCEDURE_AGENT_FIGURES),
     Migration("0010_fulltext_in_python", FULLTEXT_IN_PYTHON),
+    Migration("0011_token_counts", TOKEN_COUNTS, (EPISODE_TOKENS_REBUILD, CHUNK_TOKENS_REBUILD)),
 ]

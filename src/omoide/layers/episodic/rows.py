@@ -8,6 +8,10 @@ in the transaction that writes it, with its full-text row (analysed in Python by
 :func:`omoide.text.fulltext.index_text`: there is no trigger calling Python, so any SQLite
 client may write the table), its context key and its place in its thread. The vector matrix
 is updated by the store after the transaction commits (:meth:`EpisodicStore.forget_vectors`).
+Its ``tokens`` column holds the tokens of the episode's text as a context renders it
+(:func:`episode_text`, :func:`omoide.providers.tokens.count_rendered`), counted when the text is
+written by the memory's counter, whose name the ``meta`` key :data:`TOKENS_META` records: rows
+counted by another counter (or before counts were stored) are recounted when the store opens.
 
 :class:`EpisodicRows` is the row API the store and the pipelines (lifecycle, transfer,
 capacity overflow) use; its writes take the caller's connection, so that a change and its
@@ -26,12 +30,22 @@ from omoide.core.models import Episode
 from omoide.core.scope import reader_predicate
 from omoide.errors import NotFoundError
 from omoide.layers.episodic.context_keys import backfill, refresh_keys, remove_keys
+from omoide.providers.tokens import TokenCounter, count_rendered, default_token_counter
 from omoide.storage import Database
 from omoide.storage.database import timeline
-from omoide.storage.migrations import CONTEXT_KEYS_REBUILD
+from omoide.storage.migrations import CONTEXT_KEYS_REBUILD, EPISODE_TOKENS_REBUILD
 from omoide.text.fulltext import index_text
 
-__all__ = ["BROWSE_STATES", "COLUMNS", "LIVE_SQL", "EpisodicRows", "episode", "fts_body"]
+__all__ = [
+    "BROWSE_STATES",
+    "COLUMNS",
+    "LIVE_SQL",
+    "TOKENS_META",
+    "EpisodicRows",
+    "episode",
+    "episode_text",
+    "fts_body",
+]
 
 #: Episodes that recall and search see: active and compressed (archived ones are out of both).
 LIVE_SQL = "state IN ('active', 'compressed')"
@@ -39,8 +53,17 @@ LIVE_SQL = "state IN ('active', 'compressed')"
 #: The columns an :class:`Episode` is read from.
 COLUMNS = (
     "rowid, id, timestamp, agent_name, event_type, description, context, outcome, importance, "
-    "tags, refs, access_count, last_accessed, decay_rate, scope, protected, state, distilled_at"
+    "tags, refs, access_count, last_accessed, decay_rate, scope, protected, state, distilled_at, "
+    "tokens"
 )
+#: The ``meta`` key naming the token counter that made the stored counts.
+TOKENS_META = "tokens.episodes"
+
+
+def episode_text(description: str, outcome: str | None) -> str:
+    """The text of an episode in a context (and in its embedding): what happened, and its
+    outcome if known."""
+    return f"{description}\n→ {outcome}" if outcome else description
 
 
 def fts_body(
@@ -58,9 +81,27 @@ def _batches(items: Sequence[Any], size: int = 500) -> Iterator[list[Any]]:
 class EpisodicRows:
     """Reads and writes of the episodic tables that keep every invariant in one place."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, counter: TokenCounter | None = None) -> None:
         self._db = db
+        self._counter = counter or default_token_counter()
         db.run_rebuild(CONTEXT_KEYS_REBUILD, backfill)
+        db.run_rebuild(EPISODE_TOKENS_REBUILD, self.recount)
+        if db.get_meta(TOKENS_META) != self._counter.name:
+            with db.transaction() as conn:
+                self.recount(conn)
+
+    def recount(self, conn: sqlite3.Connection) -> None:
+        """Count the tokens of every episode with this store's counter, and record its name."""
+        rows = conn.execute("SELECT rowid, description, outcome FROM episodes").fetchall()
+        conn.executemany(
+            "UPDATE episodes SET tokens = ? WHERE rowid = ?",
+            [(self.count(r["description"], r["outcome"]), r["rowid"]) for r in rows],
+        )
+        self._db.set_meta(TOKENS_META, self._counter.name)
+
+    def count(self, description: str, outcome: str | None) -> int:
+        """Tokens of an episode's text as a context renders it."""
+        return count_rendered(self._counter, episode_text(description, outcome))
 
     # -- reads --------------------------------------------------------------------------
 
@@ -380,6 +421,7 @@ class EpisodicRows:
         conn.execute(f"DELETE FROM episodes_fts WHERE rowid IN ({marks})", list(rowids))
 
     def _write_text(self, conn: sqlite3.Connection, rowids: Sequence[int]) -> None:
+        """Write the full text and the token count of these episodes from what they hold."""
         for part in _batches(rowids):
             for r in conn.execute(
                 "SELECT rowid, agent_name, event_type, description, outcome, tags FROM episodes "
@@ -399,6 +441,10 @@ class EpisodicRows:
                             json.loads(r["tags"]),
                         ),
                     ),
+                )
+                conn.execute(
+                    "UPDATE episodes SET tokens = ? WHERE rowid = ?",
+                    (self.count(r["description"], r["outcome"]), r["rowid"]),
                 )
 
 
@@ -422,6 +468,7 @@ def episode(row: Any) -> Episode:
         protected=bool(row["protected"]),
         state=row["state"],
         distilled_at=from_timestamp(row["distilled_at"]) if row["distilled_at"] else None,
+        tokens=None if row["tokens"] is None else int(row["tokens"]),
     )
 
 

@@ -48,10 +48,11 @@ from omoide.core.validation import (
     check_unit_interval,
 )
 from omoide.errors import AlreadyExistsError, NotFoundError, ProtectedMemoryError, ValidationError
-from omoide.layers.episodic.rows import LIVE_SQL, EpisodicRows
+from omoide.layers.episodic.rows import LIVE_SQL, EpisodicRows, episode_text
 from omoide.layers.episodic.search import Candidate, EpisodeSearch
 from omoide.layers.episodic.vectors import VectorMatrix
 from omoide.providers.embeddings import Embedder
+from omoide.providers.tokens import TokenCounter
 from omoide.storage import Database
 
 __all__ = ["Candidate", "EpisodicStore", "OverflowSink", "embedding_text", "episode_text"]
@@ -60,11 +61,6 @@ __all__ = ["Candidate", "EpisodicStore", "OverflowSink", "embedding_text", "epis
 OverflowSink = Callable[[list[Episode]], None]
 #: Decides whether an episode is protected by a never-forget rule.
 ProtectionRule = Callable[[str, Sequence[str], Mapping[str, Any]], bool]
-
-
-def episode_text(description: str, outcome: str | None) -> str:
-    """The text an episode is embedded as: what happened, and its outcome if known."""
-    return f"{description}\n→ {outcome}" if outcome else description
 
 
 def embedding_text(agent_name: str, description: str, outcome: str | None) -> str:
@@ -91,10 +87,12 @@ class EpisodicStore(EpisodeSearch):
         overflow: OverflowSink | None = None,
         protection: ProtectionRule | None = None,
         teams: Mapping[str, Iterable[str]] | None = None,
+        token_counter: TokenCounter | None = None,
     ) -> None:
         self._db = db
-        #: The row API of the episodic tables, for the pipelines (lifecycle, transfer).
-        self.rows = EpisodicRows(db)
+        #: The row API of the episodic tables, for the pipelines (lifecycle, transfer). It
+        #: counts the tokens of each episode's text with ``token_counter`` (the memory's).
+        self.rows = EpisodicRows(db, token_counter)
         self._embedder = embedder
         self._clock = clock
         self.config = config or EpisodicConfig()

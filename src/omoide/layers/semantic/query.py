@@ -168,6 +168,8 @@ class DocumentQueries:
             if doc_id not in live or (dedupe and doc_id in seen):
                 continue
             seen.add(doc_id)
+            current, counts = live[doc_id]
+            chunk = int(meta.get("_chunk", 0))
             hits.append(
                 QueryHit(
                     id=cid,
@@ -176,8 +178,9 @@ class DocumentQueries:
                     distance=float(dist),
                     collection=collection,
                     doc_id=doc_id,
-                    chunk_index=int(meta.get("_chunk", 0)),
-                    current=live[doc_id],
+                    chunk_index=chunk,
+                    current=current,
+                    tokens=counts[chunk] if chunk < len(counts) else None,
                 )
             )
         hits.sort(key=lambda h: (current_first and not h.current, h.distance))

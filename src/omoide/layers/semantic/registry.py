@@ -28,6 +28,7 @@ from typing import Any
 from omoide.clock import Clock, from_timestamp, to_timestamp
 from omoide.core.models import SemanticDocument
 from omoide.core.scope import reader_predicate
+from omoide.layers.semantic.counts import decode_counts
 from omoide.storage import Database
 from omoide.storage.migrations import SEMANTIC_FULLTEXT_REBUILD
 from omoide.text.fulltext import index_text
@@ -328,11 +329,13 @@ class DocumentRegistry:
             )
         return rows
 
-    def live_versions(self, collection: str, doc_ids: Sequence[str]) -> dict[str, bool]:
+    def live_versions(
+        self, collection: str, doc_ids: Sequence[str]
+    ) -> dict[str, tuple[bool, list[int]]]:
         """For the documents that are searchable, whether each is the current version of its
-        subject."""
+        subject, and its chunks' stored token counts (:mod:`.counts`)."""
         return {
-            r["id"]: r["superseded_by"] is None
+            r["id"]: (r["superseded_by"] is None, decode_counts(r["chunk_tokens"]))
             for r in self.rows(collection, list(dict.fromkeys(doc_ids)))
             if r["state"] in SEARCHABLE
         }

@@ -64,12 +64,15 @@ from omoide.errors import (
     ValidationError,
 )
 from omoide.layers.semantic.cache import InformationCache
+from omoide.layers.semantic.counts import CHUNK_TOKENS_META, chunk_counts, recount_chunks
 from omoide.layers.semantic.query import DocumentQueries
 from omoide.layers.semantic.registry import DocumentRegistry, sync_fulltext
 from omoide.providers.chunking import chunk_text
 from omoide.providers.embeddings import Embedder
+from omoide.providers.tokens import TokenCounter, default_token_counter
 from omoide.storage import Database
 from omoide.storage.chroma import chroma_errors, open_collections
+from omoide.storage.migrations import CHUNK_TOKENS_REBUILD
 
 __all__ = ["SemanticStore", "chroma_errors", "content_id"]
 
@@ -102,6 +105,7 @@ class SemanticStore(DocumentQueries):
         protection: DocumentProtection | None = None,
         remove_expired: Callable[[str, Sequence[str]], int] | None = None,
         teams: Mapping[str, Iterable[str]] | None = None,
+        token_counter: TokenCounter | None = None,
     ) -> None:
         self._db = db
         self._registry = DocumentRegistry(db, clock)
@@ -128,6 +132,22 @@ class SemanticStore(DocumentQueries):
         #: Removes expired entries for :meth:`purge_expired` (Memory passes an audited one).
         self.remove_expired: Callable[[str, Sequence[str]], int] = remove_expired or self.delete
         self._collections: dict[str, Any] = open_collections(client, self.config)
+        #: Counts each chunk's tokens when it is written (the memory's counter; see
+        #: :mod:`omoide.layers.semantic.counts`).
+        self.token_counter = token_counter or default_token_counter()
+        self._count_chunks_once()
+
+    def _count_chunks_once(self) -> None:
+        """Count the stored chunks if no counts exist or another counter made them."""
+
+        def recount(conn: Any) -> None:
+            recount_chunks(conn, self._collections, self.token_counter)
+            self._db.set_meta(CHUNK_TOKENS_META, self.token_counter.name)
+
+        self._db.run_rebuild(CHUNK_TOKENS_REBUILD, recount)
+        if self._db.get_meta(CHUNK_TOKENS_META) != self.token_counter.name:
+            with self._db.transaction() as conn:
+                recount(conn)
 
     # -- writing -----------------------------------------------------------------------
 
@@ -339,11 +359,13 @@ class SemanticStore(DocumentQueries):
                     metadatas=chunk_metas[start:end],
                     embeddings=vectors[start:end],
                 )
+        counts = [chunk_counts(self.token_counter, p[3]) for p in plans]
         with self._db.transaction() as conn:
             conn.executemany(
-                "UPDATE semantic_docs SET chunk_count=?, state=CASE WHEN compressed_at IS NULL "
-                "THEN 'active' ELSE 'compressed' END WHERE collection=? AND id=?",
-                [(len(p[3]), collection, p[0]) for p in plans],
+                "UPDATE semantic_docs SET chunk_count=?, chunk_tokens=?, state=CASE WHEN "
+                "compressed_at IS NULL THEN 'active' ELSE 'compressed' END "
+                "WHERE collection=? AND id=?",
+                [(len(p[3]), n, collection, p[0]) for p, n in zip(plans, counts, strict=True)],
             )
 
     def recover(self) -> int:
