@@ -15,6 +15,7 @@ __all__ = [
     "FOOTER",
     "Context",
     "ContextItem",
+    "header_parts",
     "render_context",
     "render_header",
     "render_item",
@@ -33,7 +34,8 @@ class ContextItem:
     #: The agent that wrote it ("" when unknown).
     author: str = ""
     timestamp: datetime | None = None
-    #: Tokens of the item as rendered (header and text).
+    #: Tokens of the item as rendered (header and text), an upper bound; before packing, the
+    #: count of its text stored when it was written (0: unknown).
     tokens: int = 0
     #: True when the text was cut to fit the budget.
     truncated: bool = False
@@ -96,14 +98,24 @@ def render_header(query: str, agent: str) -> str:
 FOOTER = "</memories>"
 
 
+def header_parts(n: int, item: ContextItem) -> list[str]:
+    """The pieces of a rendered memory around its text, each starting at a space or a newline
+    (so a token counter counts them apart: :class:`~omoide.providers.tokens.BlockBound`)."""
+    parts = [f'<memory n="{n}"', f' layer="{item.layer}"', f' id="{_attr(item.id)}"']
+    if item.author:
+        parts.append(f' author="{_attr(item.author)}"')
+    if item.timestamp:
+        parts.append(f' time="{item.timestamp:%Y-%m-%d %H:%M}">')
+    else:
+        parts[-1] += ">"
+    parts.append("\n</memory>")
+    return parts
+
+
 def render_item(n: int, item: ContextItem, text: str) -> str:
     """One memory as a delimited, attributed, escaped block (``text``: the item's, maybe cut)."""
-    when = f' time="{item.timestamp:%Y-%m-%d %H:%M}"' if item.timestamp else ""
-    author = f' author="{_attr(item.author)}"' if item.author else ""
-    return (
-        f'<memory n="{n}" layer="{item.layer}" id="{_attr(item.id)}"{author}{when}>\n'
-        f"{html.escape(text, quote=False)}\n</memory>"
-    )
+    *head, tail = header_parts(n, item)
+    return f"{''.join(head)}\n{html.escape(text, quote=False)}{tail}"
 
 
 def render_context(head: str, blocks: Sequence[str]) -> str:

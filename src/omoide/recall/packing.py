@@ -6,8 +6,15 @@ import hashlib
 import unicodedata
 from dataclasses import replace
 
-from omoide.providers.tokens import TokenCounter
-from omoide.recall.context import FOOTER, ContextItem, render_context, render_header, render_item
+from omoide.providers.tokens import BlockBound, TokenCounter, count_rendered
+from omoide.recall.context import (
+    FOOTER,
+    ContextItem,
+    header_parts,
+    render_context,
+    render_header,
+    render_item,
+)
 
 __all__ = ["MAX_MISSES", "MIN_TRUNCATED_TOKENS", "dedupe", "pack"]
 
@@ -23,26 +30,33 @@ def pack(
     candidates: list[ContextItem],
     budget: int,
     counter: TokenCounter,
+    bound: BlockBound | None = None,
 ) -> tuple[list[ContextItem], str, int]:
     """Greedy in rank order (``candidates`` come ranked, best first): the items that fit; a
-    long item is cut to fit if enough room is left. The rendered text is counted at the end and trimmed if the parts'
-    counts did not add up (tokenizers are not exactly additive)."""
+    long item is cut to fit if enough room is left.
+
+    An item's tokens are its text's count stored when it was written (``item.tokens``;
+    counted here only when unknown) plus its header's parts, an upper bound
+    (:class:`~omoide.providers.tokens.BlockBound`). The whole rendered text is counted once at
+    the end and trimmed if it is still over: the budget is never exceeded."""
     count = counter.count
+    bound = bound or BlockBound(counter)
     head = render_header(query, agent)
     used = count(head) + count(FOOTER) + 2
-    ranked = candidates
     chosen: list[ContextItem] = []
     blocks: list[str] = []
     misses = 0
-    for item in ranked:
+    for item in candidates:
         if budget - used < MIN_TRUNCATED_TOKENS or misses >= MAX_MISSES:
             break
         n = len(chosen) + 1
-        block = render_item(n, item, item.text)
-        tokens = count(block) + 1
+        body = item.tokens or count_rendered(counter, item.text)
+        parts = header_parts(n, item)
+        tokens = bound.bound(body, *parts) + 1
         truncated = False
+        block = ""
         if used + tokens > budget:
-            room = budget - used - (tokens - count(item.text)) - 2
+            room = budget - used - (tokens - body) - 2
             text = ""
             if room >= MIN_TRUNCATED_TOKENS:
                 text = counter.truncate(item.text, room).rstrip()
@@ -56,7 +70,7 @@ def pack(
                 continue
             truncated = True
         used += tokens
-        blocks.append(block)
+        blocks.append(block or render_item(n, item, item.text))
         chosen.append(replace(item, tokens=tokens, truncated=truncated))
     if not chosen:
         return [], "", 0

@@ -36,6 +36,7 @@ from omoide.core.validation import (
     check_unit_interval,
 )
 from omoide.errors import UnknownCollectionError, UnknownLayerError, ValidationError
+from omoide.providers.tokens import BlockBound
 from omoide.recall import sources
 from omoide.recall.context import Context, ContextItem
 from omoide.recall.cut import Cut, cut
@@ -58,6 +59,7 @@ class Recall:
     def __init__(self, memory: MemoryParts) -> None:
         self._mem = memory
         self._procedure_vectors: dict[Any, Any] = {}
+        self._bound = BlockBound(memory.token_counter)
 
     def recall(
         self,
@@ -116,7 +118,7 @@ class Recall:
             found += sources.procedures(mem, asked, self._procedure_vectors)
         ranked = [f.item for f in cut(score(found, plan, config), how, mem.embedder)]
         items, rendered, used = pack(
-            query, reader or OPERATOR, dedupe(ranked), budget, mem.token_counter
+            query, reader or OPERATOR, dedupe(ranked), budget, mem.token_counter, self._bound
         )
         self._touch(items, when)
         return Context(

@@ -125,6 +125,7 @@ def episodes(mem: MemoryParts, asked: Asked) -> list[Found]:
             author=episode.agent_name,
             timestamp=episode.timestamp,
             metadata={"event_type": episode.event_type},
+            tokens=episode.tokens or 0,
             signals={
                 "words": c.words,
                 "meaning": c.meaning,
@@ -177,6 +178,7 @@ def documents(mem: MemoryParts, asked: Asked, collections: list[str]) -> list[Fo
                 author=_document_author(c.agent_name, c.metadata),
                 timestamp=c.updated_at,
                 metadata=dict(c.metadata),
+                tokens=c.tokens or 0,
                 signals={
                     "words": words,
                     "meaning": float(meaning),

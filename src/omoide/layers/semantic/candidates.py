@@ -22,6 +22,7 @@ import numpy.typing as npt
 from omoide.clock import from_timestamp, to_timestamp
 from omoide.core.filters import public_metadata, reader_where
 from omoide.core.scope import reader_predicate
+from omoide.layers.semantic.counts import decode_counts
 from omoide.layers.semantic.registry import SEARCHABLE, DocumentRegistry
 from omoide.storage import Database
 from omoide.storage.chroma import chroma_errors
@@ -50,6 +51,8 @@ class DocumentCandidate:
     current: bool
     #: The id of the current version of its subject when it is superseded.
     superseded_by: str | None
+    #: Tokens of the chunk as a context renders it (stored when written; None if unknown).
+    tokens: int | None
     vector: npt.NDArray[np.float32]
 
 
@@ -112,6 +115,7 @@ def gather(
                 updated_at=None if row["updated_at"] is None else from_timestamp(row["updated_at"]),
                 current=row["superseded_by"] is None,
                 superseded_by=row["superseded_by"],
+                tokens=_chunk_tokens(row["chunk_tokens"], meta.get("_chunk", 0)),
                 vector=chunk_vector,
             )
         )
@@ -212,3 +216,10 @@ def _matches(
     sql += " ORDER BY bm25(semantic_docs_fts) LIMIT ?"
     rows = db.query(sql, [*args, limit])
     return {str(r[0]): (max(0.0, float(r[1])), str(r[2] or "")) for r in rows}
+
+
+def _chunk_tokens(stored: Any, chunk: Any) -> int | None:
+    """The stored token count of chunk ``chunk`` of a document, if known."""
+    counts = decode_counts(stored)
+    index = int(chunk) if isinstance(chunk, int) else 0
+    return counts[index] if 0 <= index < len(counts) else None
