@@ -137,7 +137,7 @@ def test_budget_is_never_exceeded(stocked: Memory, budget: int) -> None:
         stocked.episodic.record("cto", "note", f"デプロイ手順メモ {i}: " + "長い説明 " * 40)
     context = stocked.recall("デプロイ", agent_name="cto", budget_tokens=budget)
     assert context.tokens <= budget
-    assert stocked.token_counter.count(context.render()) == context.tokens
+    assert stocked.token_counter.count(context.render()) <= context.tokens <= budget
     assert context.budget_tokens == budget
     if context.items:
         assert sum(i.tokens for i in context.items) <= budget
@@ -154,7 +154,7 @@ def test_budget_holds_for_many_budgets(stocked: Memory) -> None:
     for budget in rng.sample(range(1, 1500), 25):
         context = stocked.recall("deploy デプロイ", agent_name="cto", budget_tokens=budget)
         assert context.tokens <= budget
-        assert stocked.token_counter.count(context.render()) == context.tokens
+        assert stocked.token_counter.count(context.render()) <= context.tokens <= budget
 
 
 def test_long_item_is_truncated_to_fit(stocked: Memory) -> None:

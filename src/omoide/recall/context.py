@@ -51,7 +51,8 @@ class Context:
     query: str
     agent_name: str
     items: tuple[ContextItem, ...]
-    #: Tokens of :meth:`render`'s text (never above ``budget_tokens``).
+    #: Tokens of :meth:`render`'s text, counted piece by piece with one per join between
+    #: them: at least the count of the whole, never above ``budget_tokens``.
     tokens: int
     budget_tokens: int
     #: The layers consulted.

@@ -37,8 +37,8 @@ def pack(
 
     An item's tokens are its text's count stored when it was written (``item.tokens``;
     counted here only when unknown) plus its header's parts, an upper bound
-    (:class:`~omoide.providers.tokens.BlockBound`). The whole rendered text is counted once at
-    the end and trimmed if it is still over: the budget is never exceeded."""
+    (:class:`~omoide.providers.tokens.BlockBound`). The chosen blocks are then counted exactly
+    and the total (with one token per join) trimmed to the budget: never over it."""
     count = counter.count
     bound = bound or BlockBound(counter)
     head = render_header(query, agent)
@@ -51,8 +51,9 @@ def pack(
             break
         n = len(chosen) + 1
         body = item.tokens or count_rendered(counter, item.text)
-        parts = header_parts(n, item)
-        tokens = bound.bound(body, *parts) + 1
+        *opening, tail = header_parts(n, item)
+        # The opening tag names the item (counted whole, once); the closing one repeats.
+        tokens = body + count("".join(opening)) + bound.part(tail) + 2 + 1
         truncated = False
         block = ""
         if used + tokens > budget:
@@ -74,14 +75,18 @@ def pack(
         chosen.append(replace(item, tokens=tokens, truncated=truncated))
     if not chosen:
         return [], "", 0
-    rendered = render_context(head, blocks)
-    total = count(rendered)
-    while total > budget and chosen:
+    # The total: each piece counted exactly (short texts count fast; one long text does not),
+    # plus one token per newline that joins them — at least the count of the whole.
+    frame = count(head) + count(FOOTER)
+    exact = [count(b) for b in blocks]
+    while chosen and frame + sum(exact) + len(exact) + 1 > budget:
         chosen.pop()
         blocks.pop()
-        rendered = render_context(head, blocks) if blocks else ""
-        total = count(rendered) if blocks else 0
-    return chosen, rendered, total
+        exact.pop()
+    if not chosen:
+        return [], "", 0
+    chosen = [replace(item, tokens=n + 1) for item, n in zip(chosen, exact, strict=True)]
+    return chosen, render_context(head, blocks), frame + sum(exact) + len(exact) + 1
 
 
 def _fingerprint(text: str) -> str:
