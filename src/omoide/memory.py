@@ -378,7 +378,8 @@ class Memory:
         them, ranked, cut and packed into ``budget_tokens`` (default
         ``router.default_budget_tokens``, 2,000). ``session_id`` adds that session's pins and
         recent messages; ``layers`` and ``collections`` restrict what is asked; ``top_k``,
-        ``min_score`` and ``diversity`` replace the router's cut for this recall; ``now``
+        ``min_score`` (then the only floor: the relative one does not apply) and ``diversity``
+        replace the router's cut for this recall; ``now``
         replaces the clock's time (for time expressions). Only what the agent's scope allows
         is read; ``agent_name=None`` is the operator, who reads every scope. See
         :mod:`omoide.recall.pipeline`.

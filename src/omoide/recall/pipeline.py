@@ -96,7 +96,8 @@ class Recall:
             min_score=check_unit_interval(
                 "min_score", config.min_score if min_score is None else min_score
             ),
-            relative_floor=config.relative_floor,
+            # A floor given for this recall replaces both: absolute only.
+            relative_floor=config.relative_floor if min_score is None else 0.0,
             diversity=check_unit_interval(
                 "diversity", config.diversity if diversity is None else diversity
             ),

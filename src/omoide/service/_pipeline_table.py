@@ -50,7 +50,8 @@ _RECALL = tagged(
                 bounds=Bounds.number(1, 1_000),
             ),
             "min_score": a(
-                "leave out items scoring below this (default: router.min_score, 0.15)",
+                "leave out items scoring below this, the only floor then "
+                "(default: router.min_score, 0.15, and half the best item's score)",
                 "--min-score",
                 bounds=Bounds.number(0, 1),
             ),

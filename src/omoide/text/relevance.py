@@ -12,8 +12,9 @@ rates relevance with :func:`relevance`, from two signals in [0, 1]:
   (:meth:`~omoide.providers.embeddings.Embedder.calibrate`).
 
 Relevance is their weighted mean, ``(words + dense_weight × meaning) / (1 + dense_weight)``,
-except for a text in another language than the question: it cannot share the question's
-words, so it is judged by its meaning alone (:func:`same_language`). Priors then multiply
+except for a text in another language than the question (:func:`same_language`): it cannot be
+expected to share the question's words, so its relevance is its meaning, or the mean when the
+words it does share (a name, a number, an identifier) make that higher. Priors then multiply
 relevance: :func:`prior` (a writer's importance, an item's recency), 1 at their neutral value.
 """
 
@@ -83,10 +84,9 @@ def words_signal(bm25: float, best: float, share: float) -> float:
 
 def relevance(words: float, meaning: float, *, dense_weight: float, comparable: bool) -> float:
     """Words and meaning fused (see the module's docstring); ``comparable`` False for a text
-    in another language than the question, which is judged by meaning alone."""
-    if not comparable:
-        return meaning
-    return (words + dense_weight * meaning) / (1 + dense_weight)
+    in another language than the question, whose missing words take nothing away."""
+    fused = (words + dense_weight * meaning) / (1 + dense_weight)
+    return fused if comparable else max(meaning, fused)
 
 
 def prior(value: float, strength: float) -> float:
