@@ -96,6 +96,7 @@ def load(directory: Path, limit: int | None) -> list[dict[str, Any]]:
     for path in sorted(directory.glob("*.json"))[:limit]:
         raw = json.loads(path.read_text(encoding="utf-8"))
         turns = []
+        seen: set[str] = set()
         dates = raw["haystack_dates"]
         for sid, date, session in zip(
             raw["haystack_session_ids"], dates, raw["haystack_sessions"], strict=True
@@ -104,9 +105,14 @@ def load(directory: Path, limit: int | None) -> list[dict[str, Any]]:
             for i, turn in enumerate(session):
                 if turn["role"] != "user" or not turn["content"].strip():
                     continue
+                # A few histories repeat a session id: keep each turn's key unique.
+                key = f"{sid}#{i}"
+                while key in seen:
+                    key += "'"
+                seen.add(key)
                 turns.append(
                     {
-                        "id": f"{sid}#{i}",
+                        "id": key,
                         "session": sid,
                         "text": turn["content"],
                         "time": start + timedelta(seconds=i),
