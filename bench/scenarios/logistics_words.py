@@ -141,7 +141,7 @@ FACTS: tuple[Fact, ...] = (
         ("本番で動いてる倉庫システムは何番？", "いまのWMSのリリースはどれ？"),
         (
             "Which release of the warehouse management software is live?",
-            "What build of the WMS are the pickers using today?",
+            "What build of the WMS are the pickers running at the moment?",
         ),
     ),
     Fact(
@@ -198,7 +198,7 @@ FACTS: tuple[Fact, ...] = (
         ("宅配業者に渡すのは何時まで？", "当日便に間に合わせるには何時までに出せばいい？"),
         (
             "By when do parcels have to be ready for the courier?",
-            "What's the latest a box can go out and still ship today?",
+            "What's the latest a box can go out and still make the same-day truck?",
         ),
     ),
     Fact(
