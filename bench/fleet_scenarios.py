@@ -103,6 +103,7 @@ def play(
     seed: int,
     capacity: int | None = None,
     embedder: Embedder | None = None,
+    events_per_agent: float | None = None,
 ) -> Played:
     """Play scenario ``name`` for ``days`` in ``directory`` (both variants), tracing losses."""
     tracer = Tracer()
@@ -122,7 +123,8 @@ def play(
         days=days,
         seed=seed,
         capacity=capacity,
-        scenario=lambda: make(name, seed),
+        events_per_agent=float(getattr(make(name, seed, events_per_agent), "events_per_agent", 0)),
+        scenario=lambda: make(name, seed, events_per_agent),
         scenario_name=name,
         observe=tracer,
         progress=progress,
@@ -178,8 +180,8 @@ HEADERS = (
 def report(played: Sequence[Played], *, partial: bool = False) -> str:
     """The Markdown section: the figures of every scenario, then the causes of the losses."""
     runs = ", ".join(
-        f"`{p.name}` {p.run.days_done} days, {p.agents} agents, {sum(p.run.events):,} events "
-        f"per variant, {p.seconds / 60:.1f} min"
+        f"`{p.name}` {p.run.days_done} days, {p.agents} agents at {p.run.events_per_agent:g} "
+        f"events a day each, {sum(p.run.events):,} events per variant, {p.seconds / 60:.1f} min"
         for p in played
     )
     parts = [
@@ -226,10 +228,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--days", type=int, help="simulated days (default: per scenario)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--capacity", type=int, help="episodic capacity of the forgetting run")
+    parser.add_argument(
+        "--events-per-agent", type=float, help="mean events per agent per day (per scenario)"
+    )
     parser.add_argument("--dir", type=Path, help="keep the stores here (default: temporary)")
     parser.add_argument("--no-write", action="store_true", help="print only")
     parser.add_argument(
         "--passages", type=Path, help="keep passage vectors in this .npz between runs"
+    )
+    parser.add_argument(
+        "--notes", type=Path, help="a Markdown file appended to the section (a reading of it)"
     )
     args = parser.parse_args(argv)
     model = SavedPassages(args.passages)
@@ -240,10 +248,20 @@ def main(argv: Sequence[str] | None = None) -> None:
         for name in names:
             days = args.days or DEFAULT_DAYS[name]
             played.append(
-                play(name, root, days=days, seed=args.seed, capacity=args.capacity, embedder=model)
+                play(
+                    name,
+                    root,
+                    days=days,
+                    seed=args.seed,
+                    capacity=args.capacity,
+                    embedder=model,
+                    events_per_agent=args.events_per_agent,
+                )
             )
             model.save()
     body = report(played)
+    if args.notes is not None:
+        body += "\n\n" + args.notes.read_text(encoding="utf-8").strip()
     print(body)
     if not args.no_write:
         print(f"\nwritten to {write_section('fleet-scenarios', body)}")
