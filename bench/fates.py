@@ -87,7 +87,7 @@ def _is_distilled(item: ContextItem) -> bool:
 def _what(item: ContextItem) -> str:
     """One item, as the report names it."""
     origin = "distilled doc" if _is_distilled(item) else f"{item.layer} item"
-    return f"{origin} by {item.author or '?'}: “{cut(item.text, 70)}”"
+    return f"{origin} ({item.author or '?'}): “{cut(item.text, 70)}”"
 
 
 def _outranked(kept: Answer, gold_author: str) -> tuple[str, str]:
