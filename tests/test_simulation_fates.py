@@ -7,7 +7,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from bench.fates import Fate, Tracer, tally, trace
-from omoide.core.config import Config, EpisodicConfig, ForgettingConfig
+
+from omoide.core.config import Config, ForgettingConfig
 from omoide.memory import Memory
 from omoide.recall.context import ContextItem
 from omoide.simulation.runner import Answer
@@ -70,7 +71,9 @@ def test_archived_and_deleted_name_the_policy(tmp_path: Path) -> None:
         },
     )
     with _mem(tmp_path, clock, forgetting=ForgettingConfig(policies=policies)) as mem:
-        _record(mem, "fix-1", "HX-88 closed: replaced the cradle cable", clock.now(), tags=["ticket"])
+        _record(
+            mem, "fix-1", "HX-88 closed: replaced the cradle cable", clock.now(), tags=["ticket"]
+        )
         _record(mem, "note-1", "HX-88 note: cradle cable", clock.now(), tags=["chatter"])
         clock.set(NOW)
         mem.forget()
@@ -121,7 +124,9 @@ def test_outranked_names_what_won(tmp_path: Path) -> None:
     clock = ManualClock(NOW)
     with _mem(tmp_path, clock) as mem:
         _record(mem, "new", "Returns are now received at dock D14.", NOW)
-        fact = _question("new", "current_fact", expected="dock D14", anchor="", forbidden=("dock D9",))
+        fact = _question(
+            "new", "current_fact", expected="dock D14", anchor="", forbidden=("dock D9",)
+        )
         older = _trace(mem, fact, _item("Customer returns go to dock D9."), _item("new text"))
         summary = _item("Knowledge: HX-88 topic", "semantic", "decisions/k1", source="distillation")
         by_doc = _trace(mem, _question("new"), summary, _item("other"))

@@ -8,10 +8,10 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-
 from bench.scenarios import SCENARIOS, make
 from bench.scenarios.logistics import START, LogisticsScenario
 from bench.scenarios.logistics_words import AGENTS, FACTS
+
 from omoide.simulation import FleetScenario, answers, is_current
 from omoide.simulation.runner import simulate
 from omoide.simulation.scenario import Event, Question
@@ -42,7 +42,9 @@ def _is_ja(text: str) -> bool:
 def _words(text: str) -> list[str]:
     """Words for the paraphrase check: Latin words and digits, and runs of one Japanese
     script (kanji, hiragana, katakana) — so a quoted Japanese clause counts word by word."""
-    return re.findall(r"[A-Za-z0-9#%.:°-]+|[\u4e00-\u9fff]+|[\u3040-\u309f]+|[\u30a0-\u30ff]+", text)
+    return re.findall(
+        r"[A-Za-z0-9#%.:°-]+|[\u4e00-\u9fff]+|[\u3040-\u309f]+|[\u30a0-\u30ff]+", text
+    )
 
 
 def _runs(words: list[str], n: int) -> set[tuple[str, ...]]:
