@@ -1,5 +1,5 @@
 """What a recall returns: a :class:`Context` of ranked :class:`ContextItem`, rendered for a
-prompt with every memory delimited, attributed and escaped (see :mod:`omoide.recall.router`)."""
+prompt with every memory delimited, attributed and escaped (see :mod:`omoide.recall.pipeline`)."""
 
 from __future__ import annotations
 

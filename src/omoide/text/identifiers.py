@@ -3,9 +3,8 @@
 Any run of ASCII letters and digits with at least one digit, possibly joined by ``-`` ``.``
 ``,`` ``:`` or ``/`` — incident codes (``E-04512``), invoice numbers (``INV-003-ceo``),
 versions (``2.3.1``), amounts (``1,200``), quarters (``Q3``). Distillation never merges
-episodes naming different identifiers (:mod:`omoide.pipelines.distill`), and recall looks for the
-documents and episodes that hold an identifier a question names, and ranks down those that
-name another identifier of the same form instead (:mod:`omoide.recall.router`).
+episodes naming different identifiers (:mod:`omoide.pipelines.distill`). Recall has no rule
+of its own for them: an identifier is a rare word, which full text finds.
 """
 
 from __future__ import annotations
