@@ -161,8 +161,15 @@ def record(client: httpx.Client, description: str, **fields: Any) -> dict[str, A
 
 
 def scores(client: httpx.Client, query: str) -> dict[str, float]:
-    """The recall scores of the episodes a question brings back (recall reads context keys)."""
-    body = {"query": query, "layers": ["episodic"], "budget_tokens": 100_000}
+    """The recall scores of the episodes a question brings back (recall reads context keys),
+    every one of them: no floor hides a weak score the attacker could compare."""
+    body = {
+        "query": query,
+        "layers": ["episodic"],
+        "budget_tokens": 100_000,
+        "min_score": 0.0,
+        "top_k": 1000,
+    }
     items = ok(client.post("/v1/recall", json=body))["items"]
     return {str(i["id"]).split("/")[-1]: float(i["score"]) for i in items}
 
