@@ -19,10 +19,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from omoide.clock import from_timestamp, to_timestamp
+from omoide.clock import from_timestamp
 from omoide.core.filters import public_metadata, reader_where
-from omoide.core.scope import reader_predicate
 from omoide.layers.semantic.counts import decode_counts
+from omoide.layers.semantic.matches import matches
 from omoide.layers.semantic.registry import SEARCHABLE, DocumentRegistry
 from omoide.storage import Database
 from omoide.storage.chroma import chroma_errors
@@ -78,13 +78,13 @@ def gather(
     words = (
         {}
         if expression is None
-        else _matches(db, collection, expression, pool, None, reader, teams, now)
+        else matches(db, collection, expression, pool, None, reader, teams, now)
     )
     if expression is not None:
         unscored = [d for d in nearest if d not in words]
         if unscored:
             words.update(
-                _matches(db, collection, expression, len(unscored), unscored, reader, teams, now)
+                matches(db, collection, expression, len(unscored), unscored, reader, teams, now)
             )
     missing = [d for d in words if d not in nearest]
     rows = {r["id"]: r for r in registry.rows(collection, [*nearest, *missing])}
@@ -183,39 +183,6 @@ def _chunks_of(
         if doc_id not in found or cosine > found[doc_id][1]:
             found[doc_id] = (doc or "", cosine, meta, chunk_vector)
     return found
-
-
-def _matches(
-    db: Database,
-    collection: str,
-    expression: str,
-    limit: int,
-    among: Sequence[str] | None,
-    reader: str | None,
-    teams: Sequence[str],
-    now: datetime,
-) -> dict[str, tuple[float, str]]:
-    """Searchable, unexpired documents matching ``expression``, each with its BM25 and its
-    analysed full text, best first (of those with ids in ``among`` if given)."""
-    scope_sql, params = reader_predicate(
-        reader, teams, owner_column="d.agent_name", scope_column="d.scope"
-    )
-    # CROSS JOIN keeps the full-text index the outer loop (see DocumentRegistry.search_text).
-    sql = (
-        "SELECT d.id, -bm25(semantic_docs_fts), f.body FROM semantic_docs_fts f "
-        "CROSS JOIN semantic_docs d ON d.rowid = f.rowid "
-        "WHERE semantic_docs_fts MATCH ? AND d.collection = ? "
-        "AND d.state IN ('active', 'compressed') "
-        "AND (d.expires_at IS NULL OR d.expires_at > ?) "
-        f"AND {scope_sql}"
-    )
-    args: list[Any] = [expression, collection, to_timestamp(now), *params]
-    if among is not None:
-        sql += f" AND d.id IN ({', '.join('?' * len(among))})"
-        args.extend(among)
-    sql += " ORDER BY bm25(semantic_docs_fts) LIMIT ?"
-    rows = db.query(sql, [*args, limit])
-    return {str(r[0]): (max(0.0, float(r[1])), str(r[2] or "")) for r in rows}
 
 
 def _chunk_tokens(stored: Any, chunk: Any) -> int | None:

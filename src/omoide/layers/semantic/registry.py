@@ -29,6 +29,7 @@ from omoide.clock import Clock, from_timestamp, to_timestamp
 from omoide.core.models import SemanticDocument
 from omoide.core.scope import reader_predicate
 from omoide.layers.semantic.counts import decode_counts
+from omoide.layers.semantic.matches import matches
 from omoide.storage import Database
 from omoide.storage.migrations import SEMANTIC_FULLTEXT_REBUILD
 from omoide.text.fulltext import index_text
@@ -438,28 +439,20 @@ class DocumentRegistry:
         """Searchable, unexpired documents matching an FTS5 ``expression``
         (:func:`omoide.text.fulltext.match_expression`), each with its BM25 (higher is better),
         best first."""
-        scope_sql, params = reader_predicate(
-            reader, reader_teams, owner_column="d.agent_name", scope_column="d.scope"
+        wanted = None if among is None else list(dict.fromkeys(among))
+        if wanted is not None and not wanted:
+            return {}
+        found = matches(
+            self._db,
+            collection,
+            expression,
+            limit,
+            wanted,
+            reader,
+            sorted(reader_teams),
+            self._clock.now(),
         )
-        # CROSS JOIN keeps the full-text index the outer loop: SQLite would otherwise probe
-        # it once per document of the collection.
-        sql = (
-            "SELECT d.id, -bm25(semantic_docs_fts) FROM semantic_docs_fts f "
-            "CROSS JOIN semantic_docs d ON d.rowid = f.rowid "
-            "WHERE semantic_docs_fts MATCH ? AND d.collection = ? "
-            "AND d.state IN ('active', 'compressed') "
-            "AND (d.expires_at IS NULL OR d.expires_at > ?) "
-            f"AND {scope_sql}"
-        )
-        args: list[Any] = [expression, collection, to_timestamp(self._clock.now()), *params]
-        if among is not None:
-            wanted = list(dict.fromkeys(among))
-            if not wanted:
-                return {}
-            sql += f" AND d.id IN ({', '.join('?' * len(wanted))})"
-            args.extend(wanted)
-        sql += " ORDER BY bm25(semantic_docs_fts) LIMIT ?"
-        return {str(r[0]): max(0.0, float(r[1])) for r in self._db.query(sql, [*args, limit])}
+        return {doc_id: score for doc_id, (score, _) in found.items()}
 
     def archived_versions(
         self,
