@@ -87,7 +87,14 @@ def _is_distilled(item: ContextItem) -> bool:
 def _what(item: ContextItem) -> str:
     """One item, as the report names it."""
     origin = "distilled doc" if _is_distilled(item) else f"{item.layer} item"
-    return f"{origin} ({item.author or '?'}): “{cut(item.text, 70)}”"
+    return f"{origin} ({item.author or '?'}): “{cut(item.text, 70)}” [{_signals(item)}]"
+
+
+def _signals(item: ContextItem) -> str:
+    """An item's score and the signals that made it, in short."""
+    shown = ("words", "meaning", "relevance", "importance")
+    parts = [f"{k} {item.signals[k]:.2f}" for k in shown if k in item.signals]
+    return f"score {item.score:.3f}: " + ", ".join(parts)
 
 
 def _outranked(kept: Answer, gold_author: str) -> tuple[str, str]:
@@ -117,6 +124,8 @@ def trace(mem: Memory, kept: Answer, baseline: Answer, day: int) -> Fate:
     q = kept.question
     ranks = _rank(kept.items, q.source), _rank(baseline.items, q.source)
     where = f"gold rank {ranks[0] or '-'} (baseline {ranks[1] or '-'})"
+    if ranks[1] is not None:
+        where += f", gold in the baseline [{_signals(baseline.items[ranks[1] - 1])}]"
 
     def fate(cause: str, detail: str) -> Fate:
         return Fate(day, q.kind, q.text, q.expected, cause, f"{detail}; {where}")

@@ -503,7 +503,7 @@ def test_newcomers_on_a_known_topic_join_its_document(mem: Memory, clock: Manual
     assert after.metadata["source_episodes"] == ",".join(sorted(first + later))
     assert after.metadata["first_episode_at"] == before.metadata["first_episode_at"]
     assert after.metadata["last_episode_at"] > before.metadata["last_episode_at"]
-    assert "5 episodes" in after.document
+    assert after.document == text  # the lesson itself; its provenance is the metadata
     assert {marks(mem)[i] for i in first + later} == {doc_id}
 
     # Nothing is left to do, and nothing is written twice.
@@ -618,3 +618,32 @@ def test_the_wait_follows_the_configured_curve(
         freshness=ExponentialDecay(),
     ) as memory:
         assert "after ~69 days" in memory.distill().reason  # ln 2 / 0.01
+
+
+def test_knowledge_states_the_lesson_and_keeps_its_provenance_apart(
+    mem: Memory, clock: ManualClock
+) -> None:
+    """A Japanese lesson reads as Japanese: how many episodes, when and whose are metadata."""
+    texts = TOPICS["pricing"][1]
+    mem.episodic.record_many(
+        [
+            {
+                "agent_name": "cto",
+                "event_type": "decision",
+                "description": text,
+                "importance": importance,
+                "tags": ["pricing", "plan"] if n else ["pricing"],
+                "timestamp": clock.now() - timedelta(days=60 - n),
+            }
+            for n, (text, importance) in enumerate(zip(texts, (0.4, 0.6, 0.8), strict=False))
+        ]
+    )
+    (doc_id,) = mem.distill().knowledge_written
+    doc = mem.semantic.get("decisions", doc_id)
+    assert "episodes" not in doc.document and "agents:" not in doc.document
+    assert doc.document.splitlines()[0] in texts
+    meta = doc.metadata
+    assert meta["episode_tags"] == "plan,pricing"  # those at least half the sources carry
+    assert meta["importance"] == 0.8  # the most important source protects it
+    assert meta["mean_importance"] == pytest.approx(0.6)
+    assert meta["last_episode_at"] > meta["first_episode_at"]

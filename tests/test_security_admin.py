@@ -509,7 +509,15 @@ def test_distilled_knowledge_is_rendered_with_its_source_agents(
         agents = ["cto", "sre", "cto", "sre"]
         mem.episodic.record_many(
             [
-                {"agent_name": a, "event_type": event_type, "description": t, "importance": 0.5}
+                {
+                    "agent_name": a,
+                    "event_type": event_type,
+                    "description": t,
+                    # a lesson the episodes share: knowledge that is not one episode's text,
+                    # which recall would show once, as that episode
+                    "outcome": "raised the migration timeout",
+                    "importance": 0.5,
+                }
                 for a, t in zip(agents, texts, strict=True)
             ]
         )

@@ -421,7 +421,11 @@ class Distiller:
             "event_types": ",".join(sorted({e.event_type for e in episodes})),
             "first_episode_at": min(e.timestamp for e in episodes).isoformat(),
             "last_episode_at": max(e.timestamp for e in episodes).isoformat(),
+            # The most important source protects the document from forgetting; recall weighs
+            # it by the mean, as it would weigh the episodes themselves.
             "importance": round(max(e.importance for e in episodes), 3),
+            "mean_importance": round(sum(e.importance for e in episodes) / len(episodes), 3),
+            "episode_tags": ",".join(_shared_tags(episodes)),
             "cohesion": round(cluster.cohesion, 3),
             "extractor": self.llm.name,
         }
@@ -464,6 +468,15 @@ class Distiller:
                         (collection, doc_id),
                     )
         return marked
+
+
+def _shared_tags(episodes: Sequence[Episode]) -> list[str]:
+    """The tags at least half of ``episodes`` carry, sorted."""
+    counts: dict[str, int] = defaultdict(int)
+    for e in episodes:
+        for tag in dict.fromkeys(e.tags):
+            counts[tag] += 1
+    return sorted(t for t, c in counts.items() if c * 2 >= len(episodes))
 
 
 def _rank(episode: Episode) -> tuple[float, float, str]:

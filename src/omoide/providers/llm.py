@@ -144,16 +144,9 @@ class OfflineExtractor(LLM):
             if times == 1 and representative.outcome:
                 outcome = representative.outcome.strip()
             lines.append(f"→ {_clip(outcome, self.max_chars)} ({times}/{n})")
-        tag_counts = Counter(t for e in episodes for t in dict.fromkeys(e.tags))
-        shared = sorted(t for t, c in tag_counts.items() if c * 2 >= n)
-        first = min(e.timestamp for e in episodes).date().isoformat()
-        last = max(e.timestamp for e in episodes).date().isoformat()
-        agents = sorted({e.agent_name for e in episodes})
-        facts = [f"{n} episodes", f"{first}..{last}" if first != last else first]
-        facts.append("agents: " + ", ".join(agents))
-        if shared:
-            facts.append("tags: " + ", ".join(shared))
-        lines.append("[" + "; ".join(facts) + "]")
+        # Provenance (how many episodes, when, whose, their tags) is the document's metadata,
+        # not its text: written into the text it would be searched and embedded as if it were
+        # the lesson, and its English words would make a Japanese lesson read as English.
         size_factor = n / (n + 2)  # 3 → 0.6, 8 → 0.8, 18 → 0.9
         confidence = round(max(0.0, min(1.0, cluster.cohesion)) * size_factor, 3)
         return Knowledge("\n".join(lines), _category(episodes), confidence)

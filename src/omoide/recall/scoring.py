@@ -2,7 +2,9 @@
 
 An item's score is its relevance (words and meaning, :mod:`omoide.text.relevance`) times the
 route's weight for its layer (:mod:`omoide.recall.route`) and times its priors, each 1 when
-neutral:
+neutral. Knowledge distillation wrote from episodes weighs as the episodic layer does: it is
+the same experience, summarised, and summarising it must not lift it above the episodes a
+question is about (nor a newer episode above which it would otherwise not rank).
 
 * importance — ``1 + router.importance_prior × (importance − 0.5)``: the writer's importance
   of an episode, a document's ``importance`` metadata, a procedure's proven selection score;
@@ -21,11 +23,20 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from omoide.core.settings import RouterConfig
+from omoide.recall.context import ContextItem
 from omoide.recall.route import Route
 from omoide.recall.sources import Found
 from omoide.text.relevance import prior
 
-__all__ = ["score"]
+__all__ = ["score", "weighs_as"]
+
+
+def weighs_as(item: ContextItem) -> str:
+    """The layer whose route weight an item takes: its own, but ``episodic`` for knowledge
+    distilled from episodes."""
+    if item.layer == "semantic" and item.metadata.get("source") == "distillation":
+        return "episodic"
+    return item.layer
 
 
 def score(found: Sequence[Found], route: Route, config: RouterConfig) -> list[Found]:
@@ -38,7 +49,7 @@ def score(found: Sequence[Found], route: Route, config: RouterConfig) -> list[Fo
             scored.append(f)
             continue
         signals = dict(item.signals)
-        weight = route.weights.get(item.layer, 1.0)
+        weight = route.weights.get(weighs_as(item), 1.0)
         value = signals.get("relevance", 0.0) * weight
         parts = [f"relevance {signals.get('relevance', 0.0):.2f}"]
         if "words" in signals:

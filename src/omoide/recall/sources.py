@@ -20,7 +20,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from omoide.clock import Clock
+from omoide.clock import Clock, as_utc
 from omoide.core.config import Config
 from omoide.layers.episodic.store import EpisodicStore, episode_text
 from omoide.layers.procedural import ProceduralMemory, trigger_match
@@ -168,7 +168,13 @@ def documents(mem: MemoryParts, asked: Asked, collections: list[str]) -> list[Fo
             origin = c.metadata.get("episode_ids")
             if c.metadata.get("source") == "extraction" and isinstance(origin, str):
                 why += f"; extracted from episodes {origin}"
+            when = c.updated_at
+            if c.metadata.get("source") == "distillation":
+                why += "; " + _provenance(c.metadata)
+                when = _moment(c.metadata.get("last_episode_at")) or when
             importance = c.metadata.get("importance")
+            if c.metadata.get("source") == "distillation":
+                importance = c.metadata.get("mean_importance", importance)
             item = ContextItem(
                 layer="semantic",
                 id=f"{collection}/{c.doc_id}",
@@ -176,7 +182,7 @@ def documents(mem: MemoryParts, asked: Asked, collections: list[str]) -> list[Fo
                 score=0.0,
                 why=why,
                 author=_document_author(c.agent_name, c.metadata),
-                timestamp=c.updated_at,
+                timestamp=when,
                 metadata=dict(c.metadata),
                 tokens=c.tokens or 0,
                 signals={
@@ -287,6 +293,25 @@ def _procedure_vector(mem: MemoryParts, proc: Any, cache: dict[Any, Any]) -> Any
             del cache[old]
         cache[key] = vector
     return vector
+
+
+def _provenance(metadata: Mapping[str, Any]) -> str:
+    """Where a distilled document came from, in words: how many episodes, of when."""
+    count = metadata.get("episode_count")
+    first = str(metadata.get("first_episode_at") or "")[:10]
+    last = str(metadata.get("last_episode_at") or "")[:10]
+    span = first if first == last else f"{first}..{last}"
+    return f"distilled from {count} episodes" + (f" ({span})" if span else "")
+
+
+def _moment(value: Any) -> datetime | None:
+    """An ISO timestamp of the metadata as a datetime (None when absent or unreadable)."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return as_utc(datetime.fromisoformat(value))
+    except ValueError:
+        return None
 
 
 def _document_author(agent_name: str, metadata: Mapping[str, Any]) -> str:

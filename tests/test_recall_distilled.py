@@ -1,0 +1,73 @@
+"""Distilled knowledge in recall: it ranks as the experience it summarises, dated by it."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from omoide import ManualClock, Memory
+
+QUESTION = "Which room is the weekly operations meeting in?"
+OLD = [
+    ("Reminder: the weekly operations meeting is held in room B-204.", 0.4),
+    ("Reminder: the weekly operations meeting takes place in room B-204.", 0.4),
+    ("The weekly operations meeting is held in room B-204, as before.", 0.9),
+]
+NEW = "From now on the weekly operations meeting is held in room C-310."
+
+
+def _record(mem: Memory, clock: ManualClock) -> str:
+    mem.episodic.record_many(
+        [
+            {
+                "agent_name": "routing",
+                "event_type": "note",
+                "description": text,
+                "importance": importance,
+                "timestamp": clock.now() - timedelta(days=70 - n),
+            }
+            for n, (text, importance) in enumerate(OLD)
+        ]
+    )
+    return mem.episodic.record(
+        agent_name="dispatch",
+        event_type="note",
+        description=NEW,
+        importance=0.8,
+        timestamp=clock.now() - timedelta(days=5),
+    ).id
+
+
+def _ranked(mem: Memory) -> list[str]:
+    context = mem.recall(QUESTION, agent_name="dispatch", layers=["episodic", "semantic"])
+    return context.ids()
+
+
+def test_distilling_old_statements_does_not_lift_them_above_a_newer_one(
+    mem: Memory, clock: ManualClock
+) -> None:
+    newer = _record(mem, clock)
+    before = _ranked(mem)
+    (doc_id,) = mem.distill().knowledge_written
+    after = _ranked(mem)
+    assert f"decisions/{doc_id}" in after  # the knowledge is found
+    # Whatever ranked above the old statements' knowledge before, ranks above it now.
+    assert after.index(newer) <= before.index(newer)
+    # The newer statement outranked the knowledge's sources' best but one; summarising
+    # them does not put their knowledge above it.
+    assert after.index(newer) < after.index(f"decisions/{doc_id}")
+
+
+def test_distilled_knowledge_is_dated_by_its_episodes_and_says_where_it_came_from(
+    mem: Memory, clock: ManualClock
+) -> None:
+    _record(mem, clock)
+    clock.advance(days=3)
+    (doc_id,) = mem.distill().knowledge_written
+    context = mem.recall(QUESTION, agent_name="dispatch", layers=["semantic"])
+    [item] = [i for i in context.items if i.id == f"decisions/{doc_id}"]
+    last_source = clock.now() - timedelta(days=70 - 2 + 3)
+    assert item.timestamp == last_source  # when it happened, not when it was distilled
+    assert "distilled from 3 episodes" in item.why
+    assert item.author == "distilled from routing"
+    assert item.signals["importance"] == round((0.4 + 0.4 + 0.9) / 3, 3)  # not the 0.9 of one
+    assert "B-204" in item.text and "episodes" not in item.text
