@@ -441,6 +441,17 @@ def recall_bench(
     return rows, out.getvalue(), facts
 
 
+def _load_note(load: float) -> str:
+    """What the machine's load at the end of the run says about the figures."""
+    cores = os.cpu_count() or 1
+    if load <= cores:
+        return f"Load average {load:.1f} on {cores} cores at the end of the run (the run alone)."
+    return (
+        f"The machine was shared: load average {load:.1f} on its {cores} cores at the end of "
+        "the run, so the figures are high and noisy; compare the rows with each other."
+    )
+
+
 def recall_section(rows: list[list[object]], facts: dict[str, object], n_queries: int) -> str:
     """The ``latency-recall`` section of bench/RESULTS.md."""
     return "\n\n".join(
@@ -455,9 +466,7 @@ def recall_section(rows: list[list[object]], facts: dict[str, object], n_queries
             "plus noise, as in the 100K-chunk run) where `--real-passages` capped the real "
             f"ones; filling the store took {facts['fill_s']:.0f} s. A context "
             f"held {facts['items']} items, {facts['tokens']} tokens. Ratio: p50 over the p50 of "
-            "embedding the query alone. The machine was shared: load average "
-            f"{facts['load']:.1f} on its {os.cpu_count()} cores at the end of the run, so the "
-            "figures are high and noisy; compare the rows with each other.",
+            "embedding the query alone. " + _load_note(float(str(facts["load"]))),
             table(["operation", "p50 ms", "p95 ms", "p50 / embedding"], rows),
         ]
     )
