@@ -473,6 +473,7 @@ def test_router_settings_validate() -> None:
         {"relative_floor": -0.1},
         {"diversity": 2},
         {"recency_prior": 2},
+        {"freshness_prior": -0.5},
         {"layer_weights": {"dreams": 1.0}},
         {"howto_weights": {"procedural": -1}},
         {"past_cues": [""]},

