@@ -76,7 +76,5 @@ def test_a_document_is_as_fresh_as_its_writing(
         context = mem.recall(QUESTION, agent_name="pm", layers=["semantic"])
         fresh = {i.id: i.signals["freshness"] for i in context.items}
         assert fresh["knowledge/thursday"] == pytest.approx(1.0)
-        assert fresh["knowledge/friday"] == pytest.approx(
-            0.7
-        )  # 30 days, linear curve
+        assert fresh["knowledge/friday"] == pytest.approx(0.7)  # 30 days, linear curve
         assert context.ids()[0] == "knowledge/thursday"
