@@ -182,7 +182,7 @@ def test_cache_key_squatting_neither_blocks_nor_poisons(live_server: LiveServer)
 def test_restore_guesses_of_another_agents_text_tell_nothing(live_server: LiveServer) -> None:
     """The review's attack: restore the default ids of candidate texts. Every guess, right or
     wrong, gets the same 404 body, and the victim's id is not the hash of its text."""
-    pin = f"PIN {uuid.uuid4().int % 10_000:04d}"
+    pin = f"PIN {uuid.uuid4().int % 10_000 | 1:04d}"  # odd: never one of the wrong guesses
     guesses = [f"PIN {n:04d}" for n in range(0, 10_000, 250)] + [pin]
     with live_server.client("ceo") as victim, live_server.client("designer") as attacker:
         stored = victim.post(
