@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -472,10 +472,7 @@ class Distiller:
 
 def _shared_tags(episodes: Sequence[Episode]) -> list[str]:
     """The tags at least half of ``episodes`` carry, sorted."""
-    counts: dict[str, int] = defaultdict(int)
-    for e in episodes:
-        for tag in dict.fromkeys(e.tags):
-            counts[tag] += 1
+    counts = Counter(tag for e in episodes for tag in dict.fromkeys(e.tags))
     return sorted(t for t, c in counts.items() if c * 2 >= len(episodes))
 
 

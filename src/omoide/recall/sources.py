@@ -170,11 +170,10 @@ def documents(mem: MemoryParts, asked: Asked, collections: list[str]) -> list[Fo
             if c.metadata.get("source") == "extraction" and isinstance(origin, str):
                 why += f"; extracted from episodes {origin}"
             when = c.updated_at
-            if c.metadata.get("source") == "distillation":
+            importance = c.metadata.get("importance")
+            if c.metadata.get("source") == "distillation":  # ranked as its episodes would be
                 why += "; " + _provenance(c.metadata)
                 when = _moment(c.metadata.get("last_episode_at")) or when
-            importance = c.metadata.get("importance")
-            if c.metadata.get("source") == "distillation":
                 importance = c.metadata.get("mean_importance", importance)
             item = ContextItem(
                 layer="semantic",
