@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 __all__ = [
+    "ESTIMATED",
     "LAYERS",
     "CollectionStats",
     "Episode",
@@ -25,6 +26,10 @@ __all__ = [
 
 #: The four memory layers, in the order the article's recall flowchart asks them.
 LAYERS: tuple[str, ...] = ("working", "episodic", "semantic", "procedural")
+
+#: ``context["importance"]`` of an episode whose importance omoide estimated (a chat turn's
+#: cues) rather than a writer chose: it steers forgetting, not ranking.
+ESTIMATED = "estimated"
 
 
 @dataclass(frozen=True)
@@ -56,6 +61,16 @@ class Episode:
     #: Tokens of its text as a context renders it, counted when the text was written by the
     #: memory's token counter (None: not counted, e.g. an episode not read from the store).
     tokens: int | None = None
+
+    @property
+    def ranking_importance(self) -> float:
+        """The importance that ranks it in recall: the writer's, or neutral (0.5) when omoide
+        estimated it from cues (``context["importance"] == "estimated"``, what ``Memory.add``
+        writes) — a guess at what is worth keeping says nothing about which turn answers a
+        question, so it steers forgetting only."""
+        if self.context.get("importance") == ESTIMATED:
+            return 0.5
+        return self.importance
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,14 @@ model, are not recorded: such a message is skipped and reported, never an error 
 ``ingest.base_importance`` (0.3: routine chatter ages out by the forgetting policies) and gains
 for cues in English and Japanese — a decision (+0.15), an error or failure (+0.15), human
 feedback from the user (+0.15), an explicit "remember this" / 「覚えておいて」 (+0.2) — capped at
-1. The gains are a mild prior, not a verdict: a turn with a cue rises above chatter (and past
-the 0.5 that keeps it from ``stale_episodes`` when two cues meet), but it cannot outrank a turn
-that answers the question better. A system message is kept at the base. An LLM, when
+1. The estimate decides what is *kept*, not what is *found*: a turn with a cue rises above
+chatter for the forgetting policies (and past the 0.5 that keeps it from ``stale_episodes``
+when two cues meet), but the episode is marked ``context["importance"] = "estimated"`` and
+recall ranks it at the neutral 0.5 (:attr:`Episode.ranking_importance`) — a keyword cue says a
+turn is worth keeping, not which turn answers a question (measured on LongMemEval_S: ranking
+by the estimate cost a question in a hundred; see ``bench/RESULTS.md``). Setting an
+episode's importance (``episodic.update``) makes it the writer's again, and it ranks. A
+system message is kept at the base. An LLM, when
 configured, extracts facts besides (see :mod:`omoide.pipelines.extraction`); offline, nothing
 is extracted and nothing is pinned.
 """
@@ -39,7 +44,7 @@ from typing import Any
 from omoide.clock import Clock, to_timestamp
 from omoide.core.config import IngestConfig
 from omoide.core.ids import keyed_digest
-from omoide.core.models import Episode
+from omoide.core.models import ESTIMATED, Episode
 from omoide.core.validation import check_datetime, check_name
 from omoide.errors import TokenBudgetError, ValidationError
 from omoide.layers.episodic.store import EpisodicStore
@@ -278,6 +283,7 @@ class ConversationIngest:
                 context["speaker"] = turn.name
             if cues:
                 context["cues"] = list(cues)
+            context["importance"] = ESTIMATED
             item: dict[str, Any] = {
                 "id": episode_id,
                 "agent_name": agent,

@@ -130,7 +130,7 @@ def episodes(mem: MemoryParts, asked: Asked) -> list[Found]:
                 "words": c.words,
                 "meaning": c.meaning,
                 "relevance": c.relevance,
-                "importance": episode.importance,
+                "importance": episode.ranking_importance,
                 "freshness": mem.episodic.freshness_of(episode, asked.now),
             },
         )

@@ -180,7 +180,7 @@ class EpisodeSearch:
             rel = relevance.get(episode.id, 0.0) / top_relevance if top_relevance > 0 else 0.0
             score = (
                 self.config.relevance_weight * rel
-                + self.config.importance_weight * episode.importance
+                + self.config.importance_weight * episode.ranking_importance
                 + self.config.freshness_weight * self.freshness_of(episode, now)
             )
             scored.append((score, episode))

@@ -36,7 +36,7 @@ import numpy as np
 from omoide.clock import Clock, to_timestamp
 from omoide.core.config import EpisodicConfig
 from omoide.core.freshness import FreshnessCurve, LinearDecay
-from omoide.core.models import Episode
+from omoide.core.models import ESTIMATED, Episode
 from omoide.core.scope import normalize_scope, reader_predicate
 from omoide.core.validation import (
     check_datetime,
@@ -308,7 +308,8 @@ class EpisodicStore(EpisodeSearch):
         importance: float | None = None,
         tags: Sequence[str] | None = None,
     ) -> Episode:
-        """Record what came of an episode (its outcome), or change its importance or tags."""
+        """Record what came of an episode (its outcome), or change its importance or tags (an
+        importance set here is the writer's: an estimated one stops being marked so)."""
         current = self.get(episode_id, touch=False)
         new_outcome = current.outcome
         if outcome is not None:
@@ -340,6 +341,10 @@ class EpisodicStore(EpisodeSearch):
             }
             if vector is not None:
                 columns["embedding"] = vector[0].tobytes()
+            if importance is not None and current.context.get("importance") == ESTIMATED:
+                # A caller chose it: from now on it is the writer's importance and ranks.
+                chosen = {k: v for k, v in current.context.items() if k != "importance"}
+                columns["context"] = json.dumps(chosen, ensure_ascii=False)
             self.rows.change(conn, rowid, columns)
         if vector is not None:
             with self._index_lock:
