@@ -235,6 +235,54 @@ def test_scope_predicate_matches_can_read() -> None:
         assert sorted(got) == sorted(expected)
 
 
+def test_may_read_on_chunk_flags_matches_can_read() -> None:
+    """The Python check on a query's results is the rule of the ``where`` filter."""
+    from omoide.core.filters import may_read, reader_flags
+
+    scopes = ["global", "private", normalize_scope("team:leads"), "agent:intern,team:ops"]
+    for owner in ("ceo", "cto"):
+        for scope in scopes:
+            flags = reader_flags(owner, normalize_scope(scope))
+            for reader, reader_teams in [
+                ("cto", {"leads"}),
+                ("intern", set()),
+                ("ops1", {"ops"}),
+                ("ceo", {"leads"}),
+            ]:
+                expected = can_read(normalize_scope(scope), owner, reader, reader_teams)
+                assert may_read(flags, reader, reader_teams) is expected
+
+
+def test_nearest_documents_of_others_hide_nothing_readable(mem: Memory) -> None:
+    """When the documents nearest a question belong to others, the readable ones further away
+    are still found (the filtered query), and the others' never are."""
+    private = [
+        f"Pricing review {i}: the price of plan {i} starts at {500 + i} yen" for i in range(30)
+    ]
+    mem.semantic.store(
+        "decisions", private, ids=[f"p{i}" for i in range(30)], agent_name="ceo", scope="private"
+    )
+    mem.semantic.store(
+        "decisions",
+        ["Offsite budget: hotels are booked by the office team"],
+        ids=["mine"],
+        agent_name="intern",
+        scope="private",
+    )
+    hits = mem.semantic.query(
+        "decisions", "what does the plan price start at", n_results=3, reader="intern"
+    )
+    assert [h.doc_id for h in hits] == ["mine"]
+    context = mem.recall(
+        "what does the plan price start at", agent_name="intern", layers=["semantic"], min_score=0.0
+    )
+    assert all(not i.id.startswith("decisions/p") for i in context.items)
+    ceo = mem.semantic.query(
+        "decisions", "what does the plan price start at", n_results=3, reader="ceo"
+    )
+    assert len(ceo) == 3 and all(h.doc_id.startswith("p") for h in ceo)
+
+
 # -- undefined teams (issue 19) ---------------------------------------------------------------
 
 

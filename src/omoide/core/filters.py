@@ -30,6 +30,7 @@ __all__ = [
     "WHERE_OPERATORS",
     "check_operand",
     "check_where",
+    "may_read",
     "public_metadata",
     "reader_flags",
     "reader_where",
@@ -82,6 +83,16 @@ def reader_where(reader: str, reader_teams: Iterable[str] = ()) -> dict[str, Any
     ]
     options.extend({f"_r:team:{t}": True} for t in sorted(reader_teams))
     return {"$or": options}
+
+
+def may_read(metadata: Mapping[str, Any], reader: str, reader_teams: Iterable[str] = ()) -> bool:
+    """True when the chunk with these reader flags is one :func:`reader_where` selects for
+    ``reader`` (the same rule, checked in Python on a result instead of inside ChromaDB)."""
+    if metadata.get("_global") is True or metadata.get("_agent") == reader:
+        return True
+    if metadata.get(f"_r:agent:{reader}") is True:
+        return True
+    return any(metadata.get(f"_r:team:{t}") is True for t in reader_teams)
 
 
 def check_where(value: Any, field: str, operators: set[str]) -> dict[str, Any]:

@@ -11,7 +11,7 @@ query. Part of the semantic layer, which owns the tables it reads.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from omoide.clock import from_timestamp
-from omoide.core.filters import public_metadata, reader_where
+from omoide.core.filters import may_read, public_metadata, reader_where
 from omoide.layers.semantic.counts import decode_counts
 from omoide.layers.semantic.matches import matches
 from omoide.layers.semantic.registry import SEARCHABLE, DocumentRegistry
@@ -133,7 +133,26 @@ def _nearest(
     teams: Sequence[str],
     expiry: Mapping[str, Any] | None,
 ) -> dict[str, _Chunk]:
-    """The best chunk of each of the ``pool`` documents nearest ``vector`` (one query)."""
+    """The best chunk of each of the ``pool`` documents nearest ``vector`` that ``reader``
+    may read (one query; two when few of the nearest are readable).
+
+    ChromaDB answers a query filtered by the reader's flags several times slower than an
+    unfiltered one (it evaluates the ``$or`` over every chunk's metadata), so the nearest
+    chunks are fetched unfiltered and the readable ones kept (:func:`may_read`, the same rule
+    as :func:`reader_where`). Only when they are too few to fill ``pool`` — most of the
+    nearest belong to others — is the filtered query asked; the outcome is the same either
+    way, and an unreadable chunk is never returned."""
+    n_results = max(1, pool * 2)  # documents of several chunks fill it twice
+    if reader is not None and expiry is None:
+        with chroma_errors("where"):
+            raw = chroma.query(
+                query_embeddings=[vector],
+                n_results=n_results,
+                include=["documents", "metadatas", "distances", "embeddings"],
+            )
+        found = _best_chunks(raw, pool, lambda meta: may_read(meta, reader, teams))
+        if len(found) >= pool or len(raw["ids"][0]) < n_results:
+            return found  # the pool is full, or the collection had nothing more to give
     clauses: list[Mapping[str, Any]] = []
     if reader is not None:
         clauses.append(reader_where(reader, teams))
@@ -143,10 +162,18 @@ def _nearest(
     with chroma_errors("where"):
         raw = chroma.query(
             query_embeddings=[vector],
-            n_results=max(1, pool * 2),  # documents of several chunks fill it twice
+            n_results=n_results,
             where=where,
             include=["documents", "metadatas", "distances", "embeddings"],
         )
+    return _best_chunks(raw, pool, lambda meta: True)
+
+
+def _best_chunks(
+    raw: Any, pool: int, keep: Callable[[Mapping[str, Any]], bool]
+) -> dict[str, _Chunk]:
+    """The best chunk of each of the first ``pool`` documents of a query's result whose
+    metadata ``keep`` accepts."""
     found: dict[str, _Chunk] = {}
     for cid, doc, meta, dist, emb in zip(
         raw["ids"][0],
@@ -157,6 +184,8 @@ def _nearest(
         strict=True,
     ):
         meta = dict(meta or {})
+        if not keep(meta):
+            continue
         doc_id = str(meta.get("_doc", cid.split("#")[0]))
         if doc_id not in found and len(found) < pool:
             found[doc_id] = (doc or "", 1.0 - float(dist), meta, np.asarray(emb, dtype=np.float32))
