@@ -283,6 +283,34 @@ def test_nearest_documents_of_others_hide_nothing_readable(mem: Memory) -> None:
     assert len(ceo) == 3 and all(h.doc_id.startswith("p") for h in ceo)
 
 
+def test_nearest_episodes_of_others_hide_nothing_readable(mem: Memory) -> None:
+    """The episodic dense candidates: the nearest belong to others (checked first), the
+    readable one further away is still found, and the others' never are."""
+    mem.episodic.record_many(
+        [
+            {
+                "agent_name": "ceo",
+                "event_type": "decision",
+                "description": f"Plan {i} is priced at {500 + i} yen from next quarter",
+                "scope": "private",
+            }
+            for i in range(300)
+        ]
+    )
+    mine = mem.episodic.record(
+        "intern", "note", "Hotels for the offsite are booked", scope="private"
+    )
+    vector = mem.embedder.embed_query("how are the plans priced")
+    found = mem.episodic.candidates(
+        "how are the plans priced", pool=5, reader="intern", vector=vector
+    )
+    assert [c.episode.id for c in found] == [mine.id]
+    ceo = mem.episodic.candidates("how are the plans priced", pool=5, reader="ceo", vector=vector)
+    assert len(ceo) >= 5 and all(c.episode.agent_name == "ceo" for c in ceo)
+    only = mem.episodic.candidates("offsite", pool=5, agent_name="intern", vector=vector)
+    assert [c.episode.id for c in only] == [mine.id]
+
+
 # -- undefined teams (issue 19) ---------------------------------------------------------------
 
 

@@ -333,19 +333,14 @@ class EpisodeSearch:
         with self._index_lock:
             rowids, sims = index.similarities(vector)
             rowids, sims = rowids.copy(), sims.copy()
-        if where is not None:
-            allowed = np.fromiter(
-                (r[0] for r in self._db.query(f"SELECT rowid FROM episodes WHERE {where}", params)),
-                dtype=np.int64,
-            )
-            mask = np.isin(rowids, allowed)
-            rowids, sims = rowids[mask], sims[mask]
         result: dict[int, float] = {}
-        if len(rowids):
+        if where is not None:
+            result = self._nearest_allowed(rowids, sims, where, params, pool)
+        elif len(rowids):
             k = min(pool, len(rowids))
             top = np.argpartition(-sims, k - 1)[:k]
             result = {int(rowids[i]): float(sims[i]) for i in top}
-        wanted = [r for r in extra if r not in result]
+        wanted = [r for r in extra if r not in result]  # found by words: they pass the filters
         if wanted:
             position = {int(r): i for i, r in enumerate(rowids)}
             for r in wanted:
@@ -354,6 +349,48 @@ class EpisodeSearch:
         with self._index_lock:
             stored = index.vectors(list(result))
         return result, {r: stored[i] for i, r in enumerate(result)}
+
+    def _nearest_allowed(
+        self,
+        rowids: npt.NDArray[np.int64],
+        sims: npt.NDArray[np.float32],
+        where: str,
+        params: Sequence[Any],
+        pool: int,
+    ) -> dict[int, float]:
+        """The ``pool`` most similar episodes that match ``where``. The nearest few times
+        ``pool`` are checked first (one indexed read); only when fewer than ``pool`` of them
+        match — the filter is narrow — is every episode matching it read, so the answer is
+        the same either way."""
+        if not len(rowids):
+            return {}
+        k = min(len(rowids), 4 * pool)
+        nearest = np.argpartition(-sims, k - 1)[:k] if k < len(rowids) else np.arange(k)
+        checked = [int(r) for r in rowids[nearest]]
+        allowed: set[int] = set()
+        for start in range(0, len(checked), 500):
+            part = checked[start : start + 500]
+            allowed.update(
+                int(r[0])
+                for r in self._db.query(
+                    f"SELECT rowid FROM episodes WHERE rowid IN ({','.join('?' * len(part))}) "
+                    f"AND {where}",
+                    [*part, *params],
+                )
+            )
+        if len(allowed) >= pool or k == len(rowids):
+            kept = np.array([i for i in nearest if int(rowids[i]) in allowed], dtype=np.int64)
+        else:  # a narrow filter: read every episode it lets through
+            every = np.fromiter(
+                (r[0] for r in self._db.query(f"SELECT rowid FROM episodes WHERE {where}", params)),
+                dtype=np.int64,
+            )
+            kept = np.flatnonzero(np.isin(rowids, every))
+        if not len(kept):
+            return {}
+        n = min(pool, len(kept))
+        top = kept[np.argpartition(-sims[kept], n - 1)[:n]]
+        return {int(rowids[i]): float(sims[i]) for i in top}
 
     def forget_vectors(self, rowids: Iterable[int] | None = None) -> None:
         """Drop episodes that left the active state from the in-memory index (None: all;
