@@ -182,6 +182,6 @@ def test_a_newer_restatement_ranks_first_when_enabled(tmp_path: Path) -> None:
             id="old",
             timestamp=NOW - timedelta(days=30),
         )
-        context = mem.recall("Which day is the weekly sync meeting on Mondays?", agent_name=None)
+        context = mem.recall("Which day is the weekly sync meeting?", agent_name=None)
     ids = context.ids()
     assert ids.index("new") < ids.index("old")

@@ -6,7 +6,10 @@ Items are ranked by score. Then, in order:
   version of its subject, which moves right above it;
 * **restatements** (``router.restated_similarity`` > 0): of two items saying the same thing
   (their embeddings at least that similar, calibrated), the newer is the current statement
-  and moves right above the older one;
+  and moves right above the older one — when it holds at least as many of the question's
+  words as the older one: two reports that differ in the very identifier the question names
+  ("incident 1234 fixed by …" and "incident 5678 fixed by …") are alike, but the newer one
+  does not restate the older;
 * **diversity** (``router.diversity`` > 0, maximal marginal relevance): each next item is the
   one whose score minus ``diversity`` times its similarity to the items already taken is
   highest, so near-duplicates and the chunks of one long document do not crowd out the rest;
@@ -27,6 +30,8 @@ import numpy as np
 
 from omoide.providers.embeddings import Embedder
 from omoide.recall.sources import Found
+from omoide.text.fulltext import content_terms, index_text
+from omoide.text.relevance import word_share
 
 __all__ = ["Cut", "cut"]
 
@@ -42,8 +47,9 @@ class Cut:
     restated_similarity: float = 0.0
 
 
-def cut(found: Sequence[Found], how: Cut, embedder: Embedder) -> list[Found]:
-    """The items a recall returns, best first (see the module's docstring)."""
+def cut(found: Sequence[Found], how: Cut, embedder: Embedder, query: str = "") -> list[Found]:
+    """The items a recall returns, best first (see the module's docstring); ``query`` is the
+    question, whose words a restatement must hold."""
     kept = [f for f in found if f.item.layer == "working"]
     ranked = sorted(
         (f for f in found if f.item.layer != "working"),
@@ -59,7 +65,9 @@ def cut(found: Sequence[Found], how: Cut, embedder: Embedder) -> list[Found]:
     ranked = [f for f in ranked if f.item.score >= floor or f.item.id in needed]
     similar = _similarity(ranked, embedder) if how.diversity or how.restated_similarity else None
     if similar is not None and how.restated_similarity > 0:
-        ranked, similar = _newer_first(ranked, similar, how.restated_similarity)
+        terms = content_terms(query)
+        shares = [word_share(terms, index_text(f.item.text)) for f in ranked]
+        ranked, similar = _newer_first(ranked, similar, how.restated_similarity, shares)
     if similar is not None and how.diversity > 0:
         ranked = _diverse(ranked, similar, how.diversity, how.top_k)
     return sorted(kept, key=lambda f: -f.item.score) + ranked[: how.top_k]
@@ -94,9 +102,10 @@ def _similarity(found: Sequence[Found], embedder: Embedder) -> np.ndarray:
 
 
 def _newer_first(
-    ranked: list[Found], similar: np.ndarray, threshold: float
+    ranked: list[Found], similar: np.ndarray, threshold: float, shares: Sequence[float]
 ) -> tuple[list[Found], np.ndarray]:
-    """Each item that restates an older one ranked above it moves right above that one."""
+    """Each item that restates an older one ranked above it moves right above that one
+    (``shares``: the share of the question's words each item holds)."""
     order = list(range(len(ranked)))
     i = 0
     while i < len(order):
@@ -110,6 +119,7 @@ def _newer_first(
                 and when_b is not None
                 and when_b > when_a
                 and similar[a, b] >= threshold
+                and shares[b] >= shares[a]
             ):
                 order.insert(i, order.pop(j))
                 break

@@ -117,7 +117,7 @@ class Recall:
             found += sources.documents(mem, asked, wanted)
         if "procedural" in chosen:
             found += sources.procedures(mem, asked, self._procedure_vectors)
-        ranked = [f.item for f in cut(score(found, plan, config), how, mem.embedder)]
+        ranked = [f.item for f in cut(score(found, plan, config), how, mem.embedder, query)]
         items, rendered, used = pack(
             query, reader or OPERATOR, dedupe(ranked), budget, mem.token_counter, self._bound
         )
