@@ -328,6 +328,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="tune: conversations 1-5 (settings are chosen on them); report: 6-10 (not tuned on)",
     )
     parser.add_argument("--ablations", action="store_true", help="also score the ablations")
+    parser.add_argument(
+        "--setting",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="also score the defaults with this router setting changed (repeatable: one "
+        "variant each), e.g. --setting restated_similarity=0.8",
+    )
     parser.add_argument("--no-write", action="store_true", help="do not update RESULTS.md")
     parser.add_argument("--results", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
@@ -352,6 +360,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for name, change in ABLATIONS.items()
                 if change
             }
+        )
+    for setting in args.setting:
+        name, _, value = setting.partition("=")
+        if not hasattr(default, name) or not value:
+            parser.error(f"--setting {setting!r}: expected a router setting NAME=VALUE")
+        variants[f"variant: {name} = {value}"] = dataclasses.replace(
+            default, **{name: type(getattr(default, name))(value)}
         )
     started = time.perf_counter()
     scores = run(conversations, variants, CachingEmbedder())

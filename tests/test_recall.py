@@ -538,12 +538,13 @@ def test_documents_are_found_and_ranked_by_their_words(mem: Memory) -> None:
     fennec = recalled.items[0]
     assert fennec.id == "decisions/fennec"
     assert fennec.signals["words"] == pytest.approx(1.0)
-    assert fennec.score == pytest.approx((1 + meaning_of(mem, question, "fennec")) / 2, abs=1e-6)
+    relevance = (1 + meaning_of(mem, question, "fennec")) / 2
+    assert fennec.signals["relevance"] == pytest.approx(relevance, abs=1e-6)
     crowd = recalled.items[1]
     doc_id = crowd.id.split("/", 1)[1]
     assert coverage(["fennec", "予算"], crowd.text) == 0.5
     text_part = words.get(doc_id, 0.0) / words["fennec"] * 0.5
-    assert crowd.score == pytest.approx(
+    assert crowd.signals["relevance"] == pytest.approx(
         (text_part + meaning_of(mem, question, doc_id)) / 2, abs=1e-6
     )
 

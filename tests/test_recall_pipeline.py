@@ -54,7 +54,15 @@ def test_top_k_and_min_score_bound_the_cut(notes: Memory) -> None:
     question = "When is the staging database refreshed?"
     one = notes.recall(question, agent_name="kb", top_k=1)
     assert one.ids() == ["knowledge/staging"]
-    assert notes.recall(question, agent_name="kb", min_score=1.0).items == ()
+    # An absolute floor above every score: nothing (a question in the past tense, whose
+    # scores take no freshness prior and stay below 1).
+    assert notes.recall("When was the staging database refreshed?", agent_name="kb").items
+    assert (
+        notes.recall(
+            "When was the staging database refreshed?", agent_name="kb", min_score=1.0
+        ).items
+        == ()
+    )
     with pytest.raises(ValidationError):
         notes.recall(question, agent_name="kb", top_k=0)
     with pytest.raises(ValidationError):

@@ -199,7 +199,14 @@ def _build(cls: type, data: Mapping[str, Any], where: str) -> Any:
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise ConfigError(f"{path}: expected an array of agent names")
             values[key] = tuple(value)
-        elif key in ("never_forget", "index_roots", "past_cues", "howto_cues"):
+        elif key in (
+            "never_forget",
+            "index_roots",
+            "past_cues",
+            "howto_cues",
+            "present_cues",
+            "past_tense_cues",
+        ):
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise ConfigError(f"{path}: expected an array of strings")
             values[key] = tuple(value)
@@ -348,7 +355,12 @@ def _check_router(r: RouterConfig) -> None:
         raise ConfigError("router.context_key_weights: expected three numbers within [0, 100]")
     if not _number(r.dense_weight) or not 0 <= r.dense_weight <= 100:
         raise ConfigError("router.dense_weight: expected a number within [0, 100]")
-    for name in ("importance_prior", "recency_prior", "freshness_prior"):
+    for name in (
+        "importance_prior",
+        "recency_prior",
+        "freshness_prior",
+        "present_freshness_prior",
+    ):
         if not _number(getattr(r, name)) or not 0 <= getattr(r, name) < 2:
             raise ConfigError(f"router.{name}: expected a number within [0, 2)")
     if not _number(r.time_range_boost) or not 0 <= r.time_range_boost <= 10:
@@ -368,7 +380,7 @@ def _check_router(r: RouterConfig) -> None:
             raise ConfigError(f"router.{name}: unknown layer(s) {', '.join(sorted(unknown))}")
         if any(not _number(v) or not 0 <= v <= 10 for v in weights.values()):
             raise ConfigError(f"router.{name}: expected numbers within [0, 10]")
-    for name in ("past_cues", "howto_cues"):
+    for name in ("past_cues", "howto_cues", "present_cues", "past_tense_cues"):
         if any(not isinstance(c, str) or not c.strip() for c in getattr(r, name)):
             raise ConfigError(f"router.{name}: expected non-empty phrases")
 

@@ -12,6 +12,8 @@ __all__ = [
     "HOWTO_CUES",
     "NEVER_FORGET",
     "PAST_CUES",
+    "PAST_TENSE_CUES",
+    "PRESENT_CUES",
     "SLOTS",
     "CollectionConfig",
     "DistillConfig",
@@ -256,6 +258,21 @@ PAST_CUES: tuple[str, ...] = (
     *("前回", "以前", "過去", "前に", "経験", "したこと", "あった", "いつ", "覚えて", "履歴"),
     *("事例", "同じ", "この前"),
 )
+#: Phrases that ask about the state of things now: the newest statement of a fact answers.
+PRESENT_CUES: tuple[str, ...] = (
+    *("now", "current", "currently", "at the moment", "at present", "these days", "nowadays"),
+    *("still", "latest", "most recent", "most recently", "so far", "anymore", "any more"),
+    *("今", "いま", "現在", "現行", "最新", "今後", "これから", "まだ", "今でも"),
+)
+#: Grammatical marks of a question in the past tense (besides :data:`PAST_CUES` and, in
+#: English, any word ending in "-ed"): such a question asks about an event, not the current
+#: state of things. Japanese past forms are matched as written ("た?" is a question ending
+#: in the past tense, after NFKC folds "？" to "?").
+PAST_TENSE_CUES: tuple[str, ...] = (
+    *("did", "was", "were", "had", "went", "made", "took", "got", "gave", "came", "said"),
+    *("told", "bought", "found", "left", "began", "yesterday", "last"),
+    *("だった", "でした", "ました", "かった", "たっけ", "たの?", "たんだ", "たか?", "た?", "た。"),
+)
 #: Phrases that mark a question asking how to do something.
 HOWTO_CUES: tuple[str, ...] = (
     *("how do", "how can", "how should", "how to", "how would", "step", "steps", "procedure"),
@@ -285,6 +302,11 @@ class RouterConfig:
     #: about the past (or naming a time) and a how-to question.
     past_cues: tuple[str, ...] = PAST_CUES
     howto_cues: tuple[str, ...] = HOWTO_CUES
+    #: A question about the present — one with a ``present_cues`` phrase, or one with no
+    #: past cue, past tense (``past_tense_cues``) or time range — takes the freshness prior
+    #: ``present_freshness_prior``: of statements of a fact, the newest is the current one.
+    present_cues: tuple[str, ...] = PRESENT_CUES
+    past_tense_cues: tuple[str, ...] = PAST_TENSE_CUES
     layer_weights: Mapping[str, float] = field(
         default_factory=lambda: _weights(working=1.0, episodic=0.9, semantic=1.0, procedural=0.6)
     )
@@ -305,13 +327,15 @@ class RouterConfig:
     #: Priors on relevance, each ``1 + strength × (value − 0.5)``: the writer's importance;
     #: recency (1 for the newest candidate of a source, 0 for the oldest); and freshness (an
     #: item's time on the episodic freshness curve: an episode's, a document's writing, a
-    #: distilled document's last episode). Freshness is off by default: at 0.5 it puts the
-    #: newest statement of a changed fact first far more often (a fleet's current facts 51 %
-    #: → 68 %, LongMemEval knowledge updates 47 % → 76 %) but costs questions about earlier
-    #: events (LoCoMo R@10 78.0 → 72.0); see bench/RESULTS.md.
+    #: distilled document's last episode). Freshness for every question is off by default:
+    #: at 0.5 it puts the newest statement of a changed fact first far more often (a fleet's
+    #: current facts 51 % → 68 %, LongMemEval knowledge updates 47 % → 76 %) but costs
+    #: questions about earlier events (LoCoMo R@10 78.0 → 72.0); so it applies to questions
+    #: about the present (``present_freshness_prior``); see bench/RESULTS.md.
     importance_prior: float = 0.6
     recency_prior: float = 0.0
     freshness_prior: float = 0.0
+    present_freshness_prior: float = 0.5
     #: Relevance of an item inside the time range a question names ("先週", "last week") is
     #: multiplied by ``1 + time_range_boost``.
     time_range_boost: float = 0.5

@@ -2,8 +2,13 @@
 
 A time expression or a question about past experience (``router.past_cues``) weighs the
 episodic layer up; a how-to question (``router.howto_cues``: "how do I …", "手順", "方法")
-weighs procedures up; every layer is asked. The cues and each route's weights are
-configuration (:class:`~omoide.core.settings.RouterConfig`), in Japanese and English.
+weighs procedures up; every layer is asked. A question about the present — one that says
+so (``router.present_cues``: "now", "currently", "今", "現在") or one with no past cue, no
+past tense (``router.past_tense_cues``, and an English word ending in "-ed" without a present
+auxiliary: "what was fixed" but not "when are deploys allowed") and no time range — is marked :attr:`Route.present`: of several statements of a fact, the newest answers
+it (:mod:`omoide.recall.scoring` gives it the freshness prior). The cues and each route's
+weights are configuration (:class:`~omoide.core.settings.RouterConfig`), in Japanese and
+English.
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ class Route:
     time_range: TimeRange | None = None
     past: bool = False
     howto: bool = False
+    #: The question asks about the present state of things (see the module's docstring).
+    present: bool = False
 
 
 @lru_cache(maxsize=16)
@@ -47,6 +54,22 @@ def _pattern(cues: Sequence[str]) -> re.Pattern[str] | None:
 def _cued(text: str, cues: Sequence[str]) -> bool:
     pattern = _pattern(tuple(cues))
     return pattern is not None and pattern.search(text) is not None
+
+
+#: An English word in the past tense or a past participle ("fixed", "decided", "changed")...
+_PAST_PARTICIPLE = re.compile(r"(?<![0-9a-z])[a-z]{2,}ed(?![0-9a-z])")
+#: ...which marks the past tense only without a present auxiliary ("when are deploys
+#: allowed", "what has changed" ask about now).
+_PRESENT_AUXILIARY = re.compile(r"(?<![0-9a-z])(is|are|am|do|does|has|have)(?![0-9a-z])")
+
+
+def _present(folded: str, past: bool, time_range: TimeRange | None, config: RouterConfig) -> bool:
+    """Whether a question asks about the present state of things."""
+    if _cued(folded, config.present_cues):
+        return True
+    if past or time_range is not None or _cued(folded, config.past_tense_cues):
+        return False
+    return _PAST_PARTICIPLE.search(folded) is None or _PRESENT_AUXILIARY.search(folded) is not None
 
 
 def route(query: str, now: datetime, config: RouterConfig | None = None) -> Route:
@@ -77,7 +100,8 @@ def route(query: str, now: datetime, config: RouterConfig | None = None) -> Rout
             howto_weights["episodic"] = min(weights["episodic"], howto_weights["episodic"])
         weights.update(howto_weights)
         reasons["procedural"] = "the question asks how to do something"
-    return Route(weights, reasons, time_range, past, howto)
+    present = _present(folded, past, time_range, config)
+    return Route(weights, reasons, time_range, past, howto, present)
 
 
 _DEFAULTS = {"working": 1.0, "episodic": 0.9, "semantic": 1.0, "procedural": 0.6}

@@ -10,9 +10,11 @@ question is about (nor a newer episode above which it would otherwise not rank).
   of an episode, a document's ``importance`` metadata, a procedure's proven selection score;
 * recency — ``1 + router.recency_prior × (recency − 0.5)``, recency running from 0 for the
   oldest candidate of its layer to 1 for the newest;
-* freshness — ``1 + router.freshness_prior × (freshness − 0.5)``, the item's time on the
-  episodic freshness curve (an episode's; a document's writing; a distilled document's last
-  episode), the same for every layer;
+* freshness — ``1 + strength × (freshness − 0.5)``, the item's time on the episodic freshness
+  curve (an episode's; a document's writing; a distilled document's last episode), the same
+  for every layer; the strength is ``router.present_freshness_prior`` for a question about
+  the present (:attr:`Route.present <omoide.recall.route.Route.present>`: of statements of a
+  fact the newest answers it), else ``router.freshness_prior``;
 * time — ``1 + router.time_range_boost`` for an item inside the time range the question names;
 * version — ``router.superseded_factor`` for a superseded version of a fact.
 
@@ -45,6 +47,9 @@ def weighs_as(item: ContextItem) -> str:
 def score(found: Sequence[Found], route: Route, config: RouterConfig) -> list[Found]:
     """``found`` with each item's score and why (see the module's docstring)."""
     recency = _recency(found)
+    freshness = config.freshness_prior
+    if route.present:
+        freshness = max(freshness, config.present_freshness_prior)
     scored = []
     for f in found:
         item = f.item
@@ -61,8 +66,8 @@ def score(found: Sequence[Found], route: Route, config: RouterConfig) -> list[Fo
         if config.importance_prior and importance != 0.5:
             value *= prior(importance, config.importance_prior)
             parts.append(f"importance {importance:.2f}")
-        if config.freshness_prior and "freshness" in signals:
-            value *= prior(signals["freshness"], config.freshness_prior)
+        if freshness and "freshness" in signals:
+            value *= prior(signals["freshness"], freshness)
             parts.append(f"freshness {signals['freshness']:.2f}")
         if config.recency_prior and id(f) in recency:
             signals["recency"] = recency[id(f)]
