@@ -5,8 +5,9 @@ episodic layer up; a how-to question (``router.howto_cues``: "how do I …", "�
 weighs procedures up; every layer is asked. A question about the present — one that says
 so (``router.present_cues``: "now", "currently", "今", "現在") or one with no past cue, no
 past tense (``router.past_tense_cues``, and an English word ending in "-ed" without a present
-auxiliary: "what was fixed" but not "when are deploys allowed") and no time range — is marked :attr:`Route.present`: of several statements of a fact, the newest answers
-it (:mod:`omoide.recall.scoring` gives it the freshness prior). The cues and each route's
+auxiliary: "what was fixed" but not "when are deploys allowed") and no time range — is
+marked :attr:`Route.present`: of several statements of a fact, the newest answers it
+(:mod:`omoide.recall.scoring` gives it the freshness prior). The cues and each route's
 weights are configuration (:class:`~omoide.core.settings.RouterConfig`), in Japanese and
 English.
 """
