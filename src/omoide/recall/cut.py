@@ -4,9 +4,10 @@ Items are ranked by score. Then, in order:
 
 * **current versions first**: a superseded version of a fact never ranks above the current
   version of its subject, which moves right above it;
-* **restatements** (``router.restated_similarity`` > 0): of two items saying the same thing
-  (their embeddings at least that similar, calibrated), the newer is the current statement
-  and moves right above the older one — when it holds at least as many of the question's
+* **restatements** (``router.restated_similarity`` > 0, for a question about the present,
+  :attr:`Route.present <omoide.recall.route.Route.present>`): of two items saying the same
+  thing (their embeddings at least that similar, calibrated), the newer is the current
+  statement and moves right above the older one — when it holds at least as many of the question's
   words as the older one: two reports that differ in the very identifier the question names
   ("incident 1234 fixed by …" and "incident 5678 fixed by …") are alike, but the newer one
   does not restate the older;

@@ -21,6 +21,7 @@ Every recall is logged for provenance (:mod:`omoide.recall.log`).
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
@@ -101,11 +102,12 @@ class Recall:
             diversity=check_unit_interval(
                 "diversity", config.diversity if diversity is None else diversity
             ),
-            restated_similarity=config.restated_similarity,
         )
         when = mem.clock.now() if now is None else check_datetime("now", now)
         teams = teams_of(reader, mem.config.teams) if reader else frozenset()
         plan = route(query, when, config)
+        if plan.present:  # of two statements of one fact, the newer answers "what is X now"
+            how = dataclasses.replace(how, restated_similarity=config.restated_similarity)
         asked = Asked(query, mem.embedder.embed_query(query), plan, reader, teams, when)
 
         found: list[Found] = []
