@@ -141,6 +141,9 @@ class SemanticConfig:
     collections: Mapping[str, CollectionConfig] = field(default_factory=_default_collections)
     #: ``http://host:port`` of a Chroma server; ``None`` uses a persistent client in the data dir.
     chroma_url: str | None = None
+    #: Put before every ChromaDB collection name of this store (``"team-a."`` makes
+    #: ``team-a.knowledge``), so several data directories can share one Chroma server.
+    chroma_prefix: str = ""
     hnsw_space: str = "cosine"
     hnsw_construction_ef: int = 200
     #: Breadth of the HNSW search. Collections full of near-duplicates (thousands of
