@@ -70,7 +70,7 @@ def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChromaSe
 def chroma_backend(request: pytest.FixtureRequest) -> str:
     """Where ``mem`` keeps its vectors: ``"embedded"`` (the data directory's own ChromaDB,
     episodes in memory: the default) or ``"server"`` (the session's Chroma server, under a
-    prefix of this test's). ``@ON_BOTH_BACKENDS`` runs a test on both."""
+    prefix of this test's, episodes there too). ``@ON_BOTH_BACKENDS`` runs a test on both."""
     return str(getattr(request, "param", "embedded"))
 
 
@@ -83,7 +83,7 @@ def store_config(
         yield teams_config
         return
     server: ChromaServer = request.getfixturevalue("chroma_server")
-    config = server.config(teams_config)
+    config = server.config(teams_config, vector_store="chroma")
     try:
         yield config
     finally:

@@ -43,6 +43,7 @@ def test_defaults_are_the_articles() -> None:
     ) == (200, 500, 16)
     # Vectors stay in this process and the directory's own ChromaDB unless told otherwise.
     assert (config.semantic.chroma_url, config.semantic.chroma_prefix) == (None, "")
+    assert config.episodic.vector_store == "memory"
     assert config.procedural.ema_alpha == 0.1
     assert (
         config.distill.batch_size,
@@ -122,6 +123,7 @@ def test_never_forget_can_only_be_extended() -> None:
         ({"semantic": {"collections": {"ok_name": {"on_full": "drop"}}}}, "on_full"),
         ({"semantic": {"hnsw_space": "manhattan"}}, "hnsw_space"),
         ({"semantic": {"chroma_prefix": "-team"}}, "semantic.chroma_prefix"),
+        ({"episodic": {"vector_store": "postgres"}}, "episodic.vector_store"),
         ({"distill": {"collection": "nowhere"}}, "distill.collection"),
         ({"procedural": {"initial_quality_score": 11}}, "initial_quality_score"),
         ({"teams": {"leads": "ceo"}}, "teams"),

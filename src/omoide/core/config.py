@@ -278,6 +278,8 @@ def _check(config: Config) -> None:
         _unit(getattr(e, name), f"episodic.{name}")
     for kind, value in e.base_importance.items():
         _unit(value, f"episodic.base_importance.{kind}")
+    if e.vector_store not in ("memory", "chroma"):
+        raise ConfigError(f"episodic.vector_store: 'memory' or 'chroma', got {e.vector_store!r}")
     if not s.collections:
         raise ConfigError("semantic.collections: at least one collection is needed")
     for name, coll in s.collections.items():

@@ -100,6 +100,11 @@ class EpisodicConfig:
     #: How many full-text and how many vector candidates enter scoring (each).
     candidate_pool: int = 100
     max_description_chars: int = 100_000
+    #: Where the episodes' vectors are searched: ``"memory"``, an exact matrix in this process
+    #: (the default), or ``"chroma"``, a collection of the semantic layer's ChromaDB (the
+    #: ``semantic.chroma_url`` server, else the directory's own), so this process need not hold
+    #: them all. SQLite keeps every vector either way.
+    vector_store: str = "memory"
 
 
 @dataclass(frozen=True)
