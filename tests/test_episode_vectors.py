@@ -241,3 +241,31 @@ def test_vectors_chroma_lacks_come_back_from_sqlite(
         assert again.episodic.recall(question, top_k=1)[0].id == late.id
         assert again.db.get_meta(STALE_KEY) == "0"
         assert stored_rowids(again) == live_rowids(again)
+
+
+def test_the_matrix_and_the_chroma_store_share_an_interface(tmp_path: Path) -> None:
+    """add / remove / nearest / len answer alike on both stores (well-separated vectors)."""
+    import chromadb
+    from chromadb.config import Settings
+
+    from omoide.core.config import SemanticConfig
+    from omoide.layers.episodic.vectors import VectorMatrix
+    from omoide.storage.chroma import open_collection
+
+    rng = np.random.default_rng(7)
+    vectors = rng.normal(size=(60, 16)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    client = chromadb.PersistentClient(str(tmp_path), settings=Settings(anonymized_telemetry=False))
+    chroma = ChromaVectors(open_collection(client, SemanticConfig(), "vectors", "test", "me"))
+    matrix = VectorMatrix(16)
+    rowids = list(range(100, 160))
+    for store in (matrix, chroma):
+        store.add(rowids, vectors)
+        store.remove([100, 101])
+        assert len(store) == 58
+    for query in vectors[:5]:
+        (m_ids, m_sims), (c_ids, c_sims) = matrix.nearest(query, 5), chroma.nearest(query, 5)
+        assert list(m_ids) == list(c_ids) and np.allclose(m_sims, c_sims, atol=1e-5)
+    assert len(chroma.nearest(vectors[0], 500)[0]) == 58
+    assert chroma.rowids() == set(rowids) - {100, 101}
+    client.close()

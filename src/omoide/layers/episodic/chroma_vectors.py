@@ -1,10 +1,10 @@
 """Episode embeddings in a ChromaDB collection, for ``episodic.vector_store = "chroma"``.
 
 The default matrix (:mod:`omoide.layers.episodic.vectors`) holds every live episode's vector in
-the process. With this store they live in the collection ``<semantic.chroma_prefix>omoide.episodes``
-of the semantic layer's ChromaDB (the ``semantic.chroma_url`` server, else the directory's
-own), and a search asks it for the nearest. SQLite keeps every vector (``episodes.embedding``)
-and stays the truth:
+the process. With this store they live in the collection ``omoide.episodes`` (after
+``semantic.chroma_prefix``) of the semantic layer's ChromaDB (the ``semantic.chroma_url``
+server, else the directory's own), and a search asks it for the nearest. SQLite keeps every
+vector (``episodes.embedding``) and stays the truth:
 
 - A search asks for the ``4 × pool`` nearest and keeps those the SQL filter (live state,
   scope, agent, time, tags) allows, in one ``rowid IN (...)`` read, as the matrix search does.
@@ -39,8 +39,10 @@ from omoide.storage.chroma import chroma_errors, open_collection, store_id
 __all__ = [
     "EPISODES_COLLECTION",
     "EXACT_BELOW",
+    "STALE_KEY",
     "ChromaVectors",
     "allowed_rowids",
+    "embeddings_of",
     "episode_vectors",
     "store_candidates",
 ]
