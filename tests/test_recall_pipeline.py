@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from chroma_server import ON_BOTH_BACKENDS
 from omoide import Config, ManualClock, Memory
 from omoide.core.config import RouterConfig
 from omoide.errors import UnknownCollectionError, ValidationError
@@ -42,6 +43,7 @@ def test_an_unrelated_question_returns_nothing(notes: Memory) -> None:
     assert context.items == () and context.render() == ""
 
 
+@ON_BOTH_BACKENDS
 def test_a_recall_returns_what_answers_and_not_the_budget_s_worth(notes: Memory) -> None:
     context = notes.recall("When is the staging database refreshed?", agent_name="kb")
     assert context.ids()[0] == "knowledge/staging"
@@ -69,6 +71,7 @@ def test_top_k_and_min_score_bound_the_cut(notes: Memory) -> None:
         notes.recall(question, agent_name="kb", min_score=2)
 
 
+@ON_BOTH_BACKENDS
 def test_collections_restrict_the_documents_asked(notes: Memory) -> None:
     notes.semantic.store("decisions", ["The staging refresh moves to Saturdays."], ids=["move"])
     question = "When is the staging database refreshed?"
@@ -122,6 +125,7 @@ def test_episodic_store_recall_and_the_pipeline_rank_episodes_alike(
         assert item.signals["relevance"] == pytest.approx(scored[item.id])
 
 
+@ON_BOTH_BACKENDS
 def test_scope_holds_on_every_source(mem: Memory) -> None:
     mem.episodic.record("cto", "decision", "The acquisition of Kumo closes in May", scope="private")
     mem.semantic.store(

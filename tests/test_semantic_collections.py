@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 
+from chroma_server import ON_BOTH_BACKENDS
 from omoide import Config, ManualClock, Memory
 from omoide.errors import CapacityError
 
@@ -101,6 +103,7 @@ def test_declared_collection_works_end_to_end(tmp_path: Path, clock: ManualClock
         assert mem.semantic.count("runbooks") == 4
 
 
+@ON_BOTH_BACKENDS
 def test_restoring_a_document_drops_metadata_it_no_longer_has(mem: Memory) -> None:
     """Regression: Chroma's upsert merges metadata, so old keys used to stay on chunks."""
     mem.semantic.store("knowledge", ["A fact about Kyoto."], [{"topic": "a", "old": 1}], ["d"])
@@ -110,15 +113,17 @@ def test_restoring_a_document_drops_metadata_it_no_longer_has(mem: Memory) -> No
     assert mem.semantic.query("knowledge", "Kyoto", where={"old": 1}) == []
 
 
+@ON_BOTH_BACKENDS
 def test_a_new_search_breadth_reaches_existing_collections(
-    tmp_path: Path, clock: ManualClock
+    tmp_path: Path, clock: ManualClock, store_config: Config
 ) -> None:
     """hnsw_search_ef is the HNSW setting that can change after creation: a store created
     narrow gets the configured breadth when opened again."""
     path = tmp_path / "d"
 
     def breadth(ef: int) -> dict[str, int]:
-        config = Config.from_dict({"semantic": {"hnsw_search_ef": ef}})
+        semantic = dataclasses.replace(store_config.semantic, hnsw_search_ef=ef)
+        config = dataclasses.replace(store_config, semantic=semantic)
         with Memory(path, clock=clock, config=config) as mem:
             return {
                 name: mem.semantic._collection(name).configuration["hnsw"]["ef_search"]

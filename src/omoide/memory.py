@@ -29,6 +29,7 @@ from omoide.core.scope import normalize_scope
 from omoide.errors import ConfigError, OmoideError, StoreLockedError
 from omoide.ingest.conversation import AddReport, ConversationIngest
 from omoide.ingest.indexing import DEFAULT_MAX_FILE_BYTES, Indexer, IndexReport, ProgressCallback
+from omoide.layers.episodic.chroma_vectors import episode_vectors
 from omoide.layers.episodic.store import EpisodicStore
 from omoide.layers.procedural import ProceduralMemory
 from omoide.layers.semantic.store import SemanticStore
@@ -159,6 +160,7 @@ class Memory:
             protection=self.never_forget.episode,
             teams=config.teams,
             token_counter=self.token_counter,
+            vectors=episode_vectors(self._chroma, config.semantic, config.episodic, self.db),
         )
         # Before anything can write: the overflow sink and expiry hook above audit through it.
         self.lifecycle = Lifecycle(
@@ -263,9 +265,8 @@ class Memory:
         """Turn old, similar episodes into knowledge in ``distill.collection`` (decisions).
 
         See :mod:`omoide.pipelines.distill`: clusters of at least ``min_episodes_for_cluster``
-        similar
-        episodes older than the freshness threshold become one document each; their episodes
-        are marked distilled. Safe to interrupt and run again.
+        similar episodes older than the freshness threshold become one document each; their
+        episodes are marked distilled. Safe to interrupt and run again.
         """
         self._check_open()
         return self.distiller.run(batch_size)
@@ -324,8 +325,7 @@ class Memory:
         """Apply every collection's retention, ``archive_lowest`` cap and cache expiry.
 
         See :mod:`omoide.pipelines.retention`: archives (or, for expired cache entries, deletes)
-        with an
-        audit row each; never-forget documents are kept. Part of :meth:`maintain`.
+        with an audit row each; never-forget documents are kept. Part of :meth:`maintain`.
         """
         self._check_open()
         return self.retention.run(dry_run=dry_run)

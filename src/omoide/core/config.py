@@ -285,6 +285,8 @@ def _check(config: Config) -> None:
         _unit(getattr(e, name), f"episodic.{name}")
     for kind, value in e.base_importance.items():
         _unit(value, f"episodic.base_importance.{kind}")
+    if e.vector_store not in ("memory", "chroma"):
+        raise ConfigError(f"episodic.vector_store: 'memory' or 'chroma', got {e.vector_store!r}")
     if not s.collections:
         raise ConfigError("semantic.collections: at least one collection is needed")
     for name, coll in s.collections.items():
@@ -306,6 +308,7 @@ def _check(config: Config) -> None:
         raise ConfigError(
             f"semantic.cache_collection: {s.cache_collection!r} is not a configured collection"
         )
+    _check_prefix(s.chroma_prefix)
     if s.hnsw_space not in ("cosine", "l2", "ip"):
         raise ConfigError(f"semantic.hnsw_space: cosine, l2 or ip, got {s.hnsw_space!r}")
     for name in ("hnsw_construction_ef", "hnsw_search_ef", "hnsw_m", "max_document_chars"):
@@ -339,6 +342,23 @@ def _check(config: Config) -> None:
     roots = config.server.index_roots
     if not isinstance(roots, tuple | list) or not all(isinstance(r, str) and r for r in roots):
         raise ConfigError("server.index_roots: expected a list of folder paths")
+
+
+def _check_prefix(prefix: Any) -> None:
+    """A collection-name prefix ChromaDB accepts in front of any collection name: letters,
+    digits, '.', '-' or '_', starting with a letter or digit, at most 64 characters."""
+    if not isinstance(prefix, str) or len(prefix) > 64:
+        raise ConfigError("semantic.chroma_prefix: expected a string of at most 64 characters")
+    if prefix and (
+        not prefix[0].isascii()
+        or not prefix[0].isalnum()
+        or not all(c.isascii() and (c.isalnum() or c in "._-") for c in prefix)
+        or ".." in prefix
+    ):
+        raise ConfigError(
+            "semantic.chroma_prefix: letters, digits, '.', '-' or '_', starting with a letter "
+            f"or digit, got {prefix!r}"
+        )
 
 
 def _check_router(r: RouterConfig) -> None:

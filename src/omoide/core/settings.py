@@ -102,6 +102,11 @@ class EpisodicConfig:
     #: How many full-text and how many vector candidates enter scoring (each).
     candidate_pool: int = 100
     max_description_chars: int = 100_000
+    #: Where the episodes' vectors are searched: ``"memory"``, an exact matrix in this process
+    #: (the default), or ``"chroma"``, a collection of the semantic layer's ChromaDB (the
+    #: ``semantic.chroma_url`` server, else the directory's own), so this process need not hold
+    #: them all. SQLite keeps every vector either way.
+    vector_store: str = "memory"
 
 
 @dataclass(frozen=True)
@@ -143,6 +148,9 @@ class SemanticConfig:
     collections: Mapping[str, CollectionConfig] = field(default_factory=_default_collections)
     #: ``http://host:port`` of a Chroma server; ``None`` uses a persistent client in the data dir.
     chroma_url: str | None = None
+    #: Put before every ChromaDB collection name of this store (``"team-a."`` makes
+    #: ``team-a.knowledge``), so several data directories can share one Chroma server.
+    chroma_prefix: str = ""
     hnsw_space: str = "cosine"
     hnsw_construction_ef: int = 200
     #: Breadth of the HNSW search. Collections full of near-duplicates (thousands of

@@ -246,7 +246,7 @@ class Lifecycle:
                 run_id=run_id,
                 snapshot=episode_snapshot(row),
             )
-        self.episodic.forget_vectors(None)
+        self.episodic.refresh_vectors([int(row["rowid"])])
 
     def _delete_episode(self, episode_id: str, *, policy: str, reason: str, run_id: str) -> None:
         with self._db.transaction() as conn:
@@ -304,7 +304,7 @@ class Lifecycle:
                 self.log.write(conn, **audit)
         else:
             raise ValidationError("id", f"episode {episode_id!r} is not archived or compressed")
-        self.episodic.forget_vectors(None)
+        self.episodic.refresh_vectors([int(row["rowid"])])
         return "episodic"
 
     # -- documents -----------------------------------------------------------------------

@@ -4,11 +4,18 @@
 ``semantic.chroma_url`` is set); :func:`open_collections` gets or creates the configured
 collections with their HNSW settings; :func:`chroma_errors` turns what ChromaDB raises into
 omoide errors. What the collections hold is the semantic layer's business
-(:mod:`omoide.layers.semantic.store`).
+(:mod:`omoide.layers.semantic.store`), and the episodes' vectors the episodic layer's when
+``episodic.vector_store`` is ``"chroma"`` (:mod:`omoide.layers.episodic.chroma_vectors`).
+
+On a server several data directories may share, each names its collections with its own
+``semantic.chroma_prefix``. Every collection records the store that created it
+(:func:`store_id`, in its metadata), so a second directory opened on the same names is refused
+instead of overwriting the first one's vectors.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,11 +23,22 @@ from typing import Any
 
 from omoide.core.config import SemanticConfig
 from omoide.errors import BackendError, ConfigError, OmoideError, ValidationError
+from omoide.storage.database import Database
 
-__all__ = ["CHROMA_DIR", "chroma_client", "chroma_errors", "open_collections"]
+__all__ = [
+    "CHROMA_DIR",
+    "chroma_client",
+    "chroma_errors",
+    "collection_name",
+    "open_collection",
+    "open_collections",
+    "store_id",
+]
 
 #: ChromaDB's directory inside a data directory.
 CHROMA_DIR = "chroma"
+#: The metadata key of a collection naming the store it belongs to.
+STORE_KEY = "omoide_store"
 
 
 def chroma_client(directory: Path, config: SemanticConfig) -> Any:
@@ -37,34 +55,80 @@ def chroma_client(directory: Path, config: SemanticConfig) -> Any:
         parsed = urlparse(url)
         if parsed.scheme not in ("http", "https") or not parsed.hostname:
             raise ConfigError(f"semantic.chroma_url: expected http(s)://host:port, got {url!r}")
-        return chromadb.HttpClient(
-            host=parsed.hostname,
-            port=parsed.port or (443 if parsed.scheme == "https" else 8000),
-            ssl=parsed.scheme == "https",
-            settings=settings,
-        )
+        try:  # the client asks the server for its tenant and database at once
+            return chromadb.HttpClient(
+                host=parsed.hostname,
+                port=parsed.port or (443 if parsed.scheme == "https" else 8000),
+                ssl=parsed.scheme == "https",
+                settings=settings,
+            )
+        except Exception as exc:  # ValueError("Could not connect to a Chroma server...")
+            raise BackendError(f"cannot reach the Chroma server at {url}: {exc}") from exc
     return chromadb.PersistentClient(path=str(directory / CHROMA_DIR), settings=settings)
 
 
-def open_collections(client: Any, config: SemanticConfig) -> dict[str, Any]:
-    """The configured collections by name, created with the configured HNSW settings."""
+def store_id(db: Database) -> str:
+    """The id of the store in ``db``, made on first use: what its Chroma collections record
+    to tell them from another data directory's."""
+    with db.transaction() as conn:
+        conn.execute(
+            "INSERT INTO meta(key, value) VALUES ('store_id', ?) ON CONFLICT(key) DO NOTHING",
+            (uuid.uuid4().hex,),
+        )
+    value = db.get_meta("store_id")
+    assert value is not None
+    return value
+
+
+def collection_name(config: SemanticConfig, name: str) -> str:
+    """The name of collection ``name`` in ChromaDB: the configured prefix, then the name."""
+    return f"{config.chroma_prefix}{name}"
+
+
+def open_collections(client: Any, config: SemanticConfig, store: str) -> dict[str, Any]:
+    """The configured collections by name, created with the configured HNSW settings, for
+    the store whose :func:`store_id` is ``store``."""
+    return {
+        name: open_collection(client, config, name, spec.purpose or name, store)
+        for name, spec in config.collections.items()
+    }
+
+
+def open_collection(
+    client: Any, config: SemanticConfig, name: str, purpose: str, store: str
+) -> Any:
+    """Collection ``name`` (prefixed), created with the configured HNSW settings. One that
+    another store created is refused (:class:`ConfigError`); one an older version of omoide
+    created, before collections recorded their store, is claimed."""
     hnsw = {
         "space": config.hnsw_space,
         "ef_construction": config.hnsw_construction_ef,
         "ef_search": config.hnsw_search_ef,
         "max_neighbors": config.hnsw_m,
     }
-    collections: dict[str, Any] = {}
-    for name, spec in config.collections.items():
-        coll = client.get_or_create_collection(
-            name,
-            configuration={"hnsw": hnsw},
-            metadata={"purpose": spec.purpose or name},
-            embedding_function=None,
-        )
-        _widen(coll, config.hnsw_search_ef)
-        collections[name] = coll
-    return collections
+    full = collection_name(config, name)
+    try:
+        with chroma_errors("collection"):
+            coll = client.get_or_create_collection(
+                full,
+                configuration={"hnsw": hnsw},
+                metadata={"purpose": purpose, STORE_KEY: store},
+                embedding_function=None,
+            )
+            metadata = dict(coll.metadata or {})
+            if metadata.get(STORE_KEY, store) != store:
+                where = config.chroma_url or "this data directory's ChromaDB"
+                raise ConfigError(
+                    f"the ChromaDB collection {full!r} on {where} belongs to another omoide "
+                    "data directory; give each directory sharing a server its own "
+                    "semantic.chroma_prefix"
+                )
+            if STORE_KEY not in metadata:
+                coll.modify(metadata={**metadata, STORE_KEY: store})
+            _widen(coll, config.hnsw_search_ef)
+    except ValidationError as exc:
+        raise ConfigError(f"ChromaDB refused the collection {full!r}: {exc.message}") from None
+    return coll
 
 
 def _widen(coll: Any, ef_search: int) -> None:
@@ -92,9 +156,12 @@ def chroma_errors(field: str) -> Iterator[None]:
     except OmoideError:
         raise
     except Exception as exc:
+        import httpx
         from chromadb.errors import ChromaError, InvalidArgumentError
 
         message = str(exc)[:500]
+        if isinstance(exc, httpx.HTTPError):  # a Chroma server that cannot be reached
+            raise BackendError(f"the vector store cannot be reached: {message}") from exc
         if isinstance(exc, ValueError | InvalidArgumentError | TypeError):
             raise ValidationError(field, message) from None
         if isinstance(exc, ChromaError) or type(exc).__module__.startswith("chromadb"):

@@ -1,17 +1,19 @@
-"""Layer 2's search: recall, candidates for other rankers, and the in-memory vector matrix.
+"""Layer 2's search: recall, candidates for other rankers, and the vector index.
 
 :class:`EpisodeSearch` is the reading half of
 :class:`~omoide.layers.episodic.store.EpisodicStore` (which adds the writes): it filters in
 SQL, gathers candidates by full-text rank (``episodes_fts``) and by embedding similarity (an
 exact scan over the in-memory matrix of live episodes: at the store's 10,000-entry scale
-about a millisecond, no approximate index needed), then scores each candidate (see the
-store's module). Part of the episodic layer, which owns the tables it reads.
+about a millisecond, no approximate index needed; or, with ``episodic.vector_store =
+"chroma"``, a ChromaDB collection, :mod:`omoide.layers.episodic.chroma_vectors`), then scores
+each candidate (see the store's module). It also keeps the index in step with the writes.
+Part of the episodic layer, which owns the tables it reads.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -31,6 +33,13 @@ from omoide.core.validation import (
     check_string_list,
     check_text,
     check_time_range,
+)
+from omoide.errors import BackendError
+from omoide.layers.episodic.chroma_vectors import (
+    ChromaVectors,
+    allowed_rowids,
+    embeddings_of,
+    store_candidates,
 )
 from omoide.layers.episodic.context_keys import DEFAULT_COLUMN_WEIGHTS, key_texts, search_keys
 from omoide.layers.episodic.rows import LIVE_SQL, EpisodicRows
@@ -74,6 +83,10 @@ class EpisodeSearch:
     freshness: FreshnessCurve
     rows: EpisodicRows
     _index: VectorMatrix | None
+    #: The ChromaDB store of the vectors (``episodic.vector_store = "chroma"``), else None.
+    _store: ChromaVectors | None
+    #: Whether :meth:`ChromaVectors.sync` has run in this process since it was last needed.
+    _store_synced: bool
     _index_lock: threading.Lock
 
     def count_holding(self, phrase: str, *, limit: int) -> int:
@@ -329,6 +342,12 @@ class EpisodeSearch:
     ) -> tuple[dict[int, float], dict[int, npt.NDArray[np.float32]]]:
         """Cosine similarity to ``vector`` of the best ``pool`` episodes matching ``where``
         (None: all active ones), plus of the ``extra`` ones; and the vectors of all of them."""
+        if self._store is not None:
+            with self._index_lock:
+                if not self._store_synced:
+                    self._store.sync(self._db)
+                    self._store_synced = True
+            return store_candidates(self._db, self._store, vector, where, params, pool, extra)
         index = self._vector_index()
         with self._index_lock:
             rowids, sims = index.similarities(vector)
@@ -366,18 +385,7 @@ class EpisodeSearch:
             return {}
         k = min(len(rowids), 4 * pool)
         nearest = np.argpartition(-sims, k - 1)[:k] if k < len(rowids) else np.arange(k)
-        checked = [int(r) for r in rowids[nearest]]
-        allowed: set[int] = set()
-        for start in range(0, len(checked), 500):
-            part = checked[start : start + 500]
-            allowed.update(
-                int(r[0])
-                for r in self._db.query(
-                    f"SELECT rowid FROM episodes WHERE rowid IN ({','.join('?' * len(part))}) "
-                    f"AND {where}",
-                    [*part, *params],
-                )
-            )
+        allowed = allowed_rowids(self._db, [int(r) for r in rowids[nearest]], where, params)
         if len(allowed) >= pool or k == len(rowids):
             kept = np.array([i for i in nearest if int(rowids[i]) in allowed], dtype=np.int64)
         else:  # a narrow filter: read every episode it lets through
@@ -393,13 +401,61 @@ class EpisodeSearch:
         return {int(rowids[i]): float(sims[i]) for i in top}
 
     def forget_vectors(self, rowids: Iterable[int] | None = None) -> None:
-        """Drop episodes that left the active state from the in-memory index (None: all;
-        the index is then rebuilt from the table on the next recall)."""
+        """Drop episodes that left the active state from the vector index (None: anything
+        may have changed; the index is rebuilt from the table on the next recall)."""
+        if rowids is not None:
+            self._index_remove(list(rowids))
+            return
         with self._index_lock:
-            if rowids is None or self._index is None:
-                self._index = None
-            else:
+            self._index = None
+            if self._store is not None:
+                self._store.mark_stale(self._db)
+                self._store_synced = False
+
+    def refresh_vectors(self, rowids: Sequence[int]) -> None:
+        """Give the vector index these episodes' vectors as the table now has them (after
+        their text or state changed). The matrix is rebuilt on the next recall (its rows then
+        keep the table's order, and its scores are a fresh build's to the last bit); the
+        ChromaDB store gets the live ones' vectors again and drops the others'."""
+        if self._store is None:
+            self.forget_vectors(None)
+            return
+        rowids = [int(r) for r in rowids]
+        live = embeddings_of(self._db, sorted(allowed_rowids(self._db, rowids, LIVE_SQL, ())))
+        if live:
+            self._index_add(list(live), np.stack(list(live.values())))
+        self._index_remove([r for r in rowids if r not in live])
+
+    def _index_add(self, rowids: Sequence[int], vectors: npt.NDArray[np.float32]) -> None:
+        """Store these episodes' vectors in the index, once they are committed in SQLite
+        (under the lock, so an index being built now cannot miss them)."""
+        if not len(rowids):
+            return
+        with self._index_lock:
+            if self._store is not None:
+                self._write_store(lambda store: store.add(rowids, vectors))
+            elif self._index is not None:
+                self._index.add(rowids, vectors)
+
+    def _index_remove(self, rowids: Sequence[int]) -> None:
+        if not rowids:
+            return
+        with self._index_lock:
+            if self._store is not None:
+                self._write_store(lambda store: store.remove(rowids))
+            elif self._index is not None:
                 self._index.remove(rowids)
+
+    def _write_store(self, change: Callable[[ChromaVectors], None]) -> None:
+        """Apply ``change`` to the ChromaDB store. SQLite has committed the write: a server
+        that cannot take it now leaves the store stale, to be rewritten from the table by
+        the next search, rather than failing a write that is safely on disk."""
+        assert self._store is not None
+        try:
+            change(self._store)
+        except BackendError:
+            self._store.mark_stale(self._db)
+            self._store_synced = False
 
     def _vector_index(self) -> VectorMatrix:
         with self._index_lock:

@@ -4,7 +4,8 @@ Episodes live in SQLite: one row each (with its embedding as a blob) plus a row 
 table of its analysed text (see :mod:`omoide.text.fulltext`). :meth:`EpisodicStore.recall`
 filters in SQL, gathers candidates by full-text rank and by embedding similarity (an exact
 scan over an in-memory matrix: at the store's 10,000-entry scale this is about a millisecond
-and needs no approximate index), then scores each candidate as the article does::
+and needs no approximate index; or a ChromaDB collection, see ``episodic.vector_store``), then
+scores each candidate as the article does::
 
     score = relevance × 0.4 + importance × 0.35 + freshness × 0.25
 
@@ -17,7 +18,7 @@ freshness 0.3, access frequency 0.3) are handed to an overflow sink (the semanti
 before they leave the table: nothing is lost on overflow. Never-forget episodes stay.
 
 The episodic layer owns ``episodes``, ``episodes_fts``, ``episode_threads``,
-``episode_keys_fts`` and the vector matrix: this module validates and writes (through
+``episode_keys_fts`` and the episodes' vectors: this module validates and writes (through
 :class:`~omoide.layers.episodic.rows.EpisodicRows`, which keeps the tables in step),
 :mod:`omoide.layers.episodic.search` reads and ranks.
 """
@@ -48,6 +49,7 @@ from omoide.core.validation import (
     check_unit_interval,
 )
 from omoide.errors import AlreadyExistsError, NotFoundError, ProtectedMemoryError, ValidationError
+from omoide.layers.episodic.chroma_vectors import ChromaVectors
 from omoide.layers.episodic.rows import LIVE_SQL, EpisodicRows, episode_text
 from omoide.layers.episodic.search import Candidate, EpisodeSearch
 from omoide.layers.episodic.vectors import VectorMatrix
@@ -88,6 +90,7 @@ class EpisodicStore(EpisodeSearch):
         protection: ProtectionRule | None = None,
         teams: Mapping[str, Iterable[str]] | None = None,
         token_counter: TokenCounter | None = None,
+        vectors: ChromaVectors | None = None,
     ) -> None:
         self._db = db
         #: The row API of the episodic tables, for the pipelines (lifecycle, transfer). It
@@ -103,6 +106,9 @@ class EpisodicStore(EpisodeSearch):
         #: The configured teams a new scope may name (None: not checked).
         self._teams = teams
         self._index: VectorMatrix | None = None
+        #: Where the vectors are searched when not in the matrix (``episodic.vector_store``).
+        self._store = vectors
+        self._store_synced = False
         self._index_lock = threading.Lock()
 
     # -- writing -----------------------------------------------------------------------
@@ -196,11 +202,7 @@ class EpisodicStore(EpisodeSearch):
                     for row, vector in zip(fresh, vectors, strict=True)
                 ),
             )
-        if rowids:
-            # Checked under the lock, so an index being built now cannot miss these rows.
-            with self._index_lock:
-                if self._index is not None:
-                    self._index.add(rowids, vectors)
+        self._index_add(rowids, vectors)
         stored: dict[str, Episode] = {}
         for start in range(0, len(ids), 500):
             part = ids[start : start + 500]
@@ -347,9 +349,7 @@ class EpisodicStore(EpisodeSearch):
                 columns["context"] = json.dumps(chosen, ensure_ascii=False)
             self.rows.change(conn, rowid, columns)
         if vector is not None:
-            with self._index_lock:
-                if self._index is not None:
-                    self._index.add([rowid], vector)
+            self._index_add([rowid], vector)
         return self.get(episode_id, touch=False)
 
     def delete(self, episode_id: str) -> Episode:
@@ -376,9 +376,7 @@ class EpisodicStore(EpisodeSearch):
             if not rowids:
                 return
             self.rows.remove(conn, rowids)
-        with self._index_lock:
-            if self._index is not None:
-                self._index.remove(rowids)
+        self._index_remove(rowids)
 
     # -- reading -----------------------------------------------------------------------
 

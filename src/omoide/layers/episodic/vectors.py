@@ -3,6 +3,8 @@
 The episodic store keeps each episode's vector in SQLite (the truth) and this matrix beside
 it, built on first use: an exact search over tens of thousands of 384-dimension vectors is one
 matrix product, a few milliseconds, and never misses a neighbour as an approximate index can.
+It is the default ``episodic.vector_store``; :mod:`omoide.layers.episodic.chroma_vectors`
+keeps them in ChromaDB instead.
 """
 
 from __future__ import annotations
@@ -64,6 +66,20 @@ class VectorMatrix:
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
         """Row ids and cosine similarity of every stored vector to ``query``."""
         return self._rowids[: self._size], self._matrix[: self._size] @ query
+
+    def nearest(
+        self, query: npt.NDArray[np.float32], k: int
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        """Row ids and cosine similarity of the ``k`` stored vectors nearest ``query``, nearest
+        first (the interface :class:`~omoide.layers.episodic.chroma_vectors.ChromaVectors`
+        shares)."""
+        rowids, sims = self.similarities(query)
+        k = min(k, len(rowids))
+        if k <= 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        top = np.argpartition(-sims, k - 1)[:k]
+        top = top[np.argsort(-sims[top], kind="stable")]
+        return rowids[top].copy(), sims[top].copy()
 
     def vectors(self, rowids: Sequence[int]) -> npt.NDArray[np.float32]:
         """The stored vectors of ``rowids``, in order (zeros for one not stored)."""

@@ -71,7 +71,7 @@ from omoide.providers.chunking import chunk_text
 from omoide.providers.embeddings import Embedder
 from omoide.providers.tokens import TokenCounter, default_token_counter
 from omoide.storage import Database
-from omoide.storage.chroma import chroma_errors, open_collections
+from omoide.storage.chroma import chroma_errors, open_collections, store_id
 from omoide.storage.migrations import CHUNK_TOKENS_REBUILD
 
 __all__ = ["SemanticStore", "chroma_errors", "content_id"]
@@ -131,7 +131,7 @@ class SemanticStore(DocumentQueries):
         self.cache = InformationCache(self, db, clock)
         #: Removes expired entries for :meth:`purge_expired` (Memory passes an audited one).
         self.remove_expired: Callable[[str, Sequence[str]], int] = remove_expired or self.delete
-        self._collections: dict[str, Any] = open_collections(client, self.config)
+        self._collections: dict[str, Any] = open_collections(client, self.config, store_id(db))
         #: Counts each chunk's tokens when it is written (the memory's counter; see
         #: :mod:`omoide.layers.semantic.counts`).
         self.token_counter = token_counter or default_token_counter()

@@ -1,0 +1,231 @@
+"""Episode embeddings in a ChromaDB collection, for ``episodic.vector_store = "chroma"``.
+
+The default matrix (:mod:`omoide.layers.episodic.vectors`) holds every live episode's vector in
+the process. With this store they live in the collection ``omoide.episodes`` (after
+``semantic.chroma_prefix``) of the semantic layer's ChromaDB (the ``semantic.chroma_url``
+server, else the directory's own), and a search asks it for the nearest. SQLite keeps every
+vector (``episodes.embedding``) and stays the truth:
+
+- A search asks for the ``4 × pool`` nearest and keeps those the SQL filter (live state,
+  scope, agent, time, tags) allows, in one ``rowid IN (...)`` read, as the matrix search does.
+  When too few pass, a filter allowing at most :data:`EXACT_BELOW` episodes is searched
+  exactly over their vectors in SQLite, and a wider one by asking for four times as many
+  neighbours until enough pass. The similarities are computed from SQLite's vectors, so the
+  scores are the matrix's; only what HNSW's approximation misses can differ.
+- A write reaches Chroma after it commits in SQLite. One that cannot (the server is down)
+  does not fail the write: it marks the collection stale in ``meta``, and the next search —
+  in this process or after a restart — writes every live vector again.
+- The first search of a process brings the collection in line with the table: vectors of live
+  episodes it lacks are added from SQLite (an older store, a write lost in a crash), those of
+  episodes no longer live removed.
+
+Part of the episodic layer, which owns the ``episodes`` table read here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from omoide.core.config import EpisodicConfig, SemanticConfig
+from omoide.layers.episodic.rows import LIVE_SQL
+from omoide.storage import Database
+from omoide.storage.chroma import chroma_errors, open_collection, store_id
+
+__all__ = [
+    "EPISODES_COLLECTION",
+    "EXACT_BELOW",
+    "STALE_KEY",
+    "ChromaVectors",
+    "allowed_rowids",
+    "embeddings_of",
+    "episode_vectors",
+    "store_candidates",
+]
+
+#: The collection's name after the prefix (a dot, which no semantic collection name has).
+EPISODES_COLLECTION = "omoide.episodes"
+#: A filter allowing at most this many episodes is searched exactly, over SQLite's vectors.
+EXACT_BELOW = 2000
+#: ``meta`` key set while the collection may lack vectors SQLite has, or hold old ones.
+STALE_KEY = "episode_vectors_stale"
+_BATCH = 500
+
+
+def episode_vectors(
+    client: Any, semantic: SemanticConfig, episodic: EpisodicConfig, db: Database
+) -> ChromaVectors | None:
+    """The ChromaDB store of the episodes' vectors when ``episodic.vector_store`` asks for
+    one (None: the in-memory matrix). Cosine whatever ``semantic.hnsw_space`` says: the
+    episodic ranker compares cosine similarities."""
+    if episodic.vector_store != "chroma":
+        return None
+    config = dataclasses.replace(semantic, hnsw_space="cosine")
+    purpose = "episode vectors of omoide's episodic layer"
+    return ChromaVectors(
+        open_collection(client, config, EPISODES_COLLECTION, purpose, store_id(db))
+    )
+
+
+class ChromaVectors:
+    """Episode embeddings in one ChromaDB collection, by rowid: :class:`VectorMatrix`'s
+    ``add``, ``remove``, ``nearest`` and ``len``, and :meth:`sync` with the table."""
+
+    def __init__(self, collection: Any) -> None:
+        self._coll = collection
+
+    def __len__(self) -> int:
+        with chroma_errors("collection"):
+            return int(self._coll.count())
+
+    def add(self, rowids: Sequence[int], vectors: npt.NDArray[np.float32]) -> None:
+        """Store (or replace) the vectors of ``rowids``."""
+        for start in range(0, len(rowids), _BATCH):
+            ids = [str(int(r)) for r in rowids[start : start + _BATCH]]
+            chunk = np.asarray(vectors[start : start + _BATCH], dtype=np.float32)
+            with chroma_errors("embeddings"):
+                self._coll.upsert(ids=ids, embeddings=chunk)
+
+    def remove(self, rowids: Iterable[int]) -> None:
+        ids = [str(int(r)) for r in rowids]
+        for start in range(0, len(ids), _BATCH):
+            with chroma_errors("ids"):
+                self._coll.delete(ids=ids[start : start + _BATCH])
+
+    def nearest(
+        self, query: npt.NDArray[np.float32], k: int
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        """Row ids and cosine similarity of the ``k`` stored vectors nearest ``query``,
+        nearest first (fewer when the collection holds fewer)."""
+        if k <= 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        with chroma_errors("query"):
+            raw = self._coll.query(query_embeddings=[query], n_results=k, include=["distances"])
+        rowids = np.array([int(x) for x in raw["ids"][0]], dtype=np.int64)
+        return rowids, (1.0 - np.asarray(raw["distances"][0], dtype=np.float32))
+
+    def rowids(self) -> set[int]:
+        """Every row id the collection holds (read page by page)."""
+        found: set[int] = set()
+        page = 10_000
+        while True:
+            with chroma_errors("collection"):
+                got = self._coll.get(include=[], limit=page, offset=len(found))["ids"]
+            found.update(int(x) for x in got)
+            if len(got) < page:
+                return found
+
+    def sync(self, db: Database) -> None:
+        """Bring the collection in line with the live episodes of ``db``: add the vectors it
+        lacks (all of them if it was marked stale), remove those of episodes gone."""
+        stale = db.get_meta(STALE_KEY) == "1"
+        live = {int(r[0]) for r in db.query(f"SELECT rowid FROM episodes WHERE {LIVE_SQL}")}
+        stored = self.rowids()
+        self.remove(stored - live)
+        missing = sorted(live if stale else live - stored)
+        for start in range(0, len(missing), _BATCH):
+            part = embeddings_of(db, missing[start : start + _BATCH])
+            if part:
+                self.add(list(part), np.stack(list(part.values())))
+        if stale:
+            db.set_meta(STALE_KEY, "0")
+
+    @staticmethod
+    def mark_stale(db: Database) -> None:
+        """Record that the collection may disagree with the table (see :meth:`sync`)."""
+        db.set_meta(STALE_KEY, "1")
+
+
+def store_candidates(
+    db: Database,
+    store: ChromaVectors,
+    query: npt.NDArray[np.float32],
+    where: str | None,
+    params: Sequence[Any],
+    pool: int,
+    extra: Iterable[int],
+) -> tuple[dict[int, float], dict[int, npt.NDArray[np.float32]]]:
+    """The episodic search's dense candidates from ``store``: cosine similarity to ``query``
+    of the best ``pool`` live episodes matching ``where`` (None: all live ones), plus of the
+    ``extra`` ones; and the vectors of all of them (from SQLite)."""
+    nearest = _nearest_allowed(db, store, query, where or LIVE_SQL, params, pool)
+    vectors = embeddings_of(db, sorted(set(nearest) | {int(r) for r in extra}))
+    return {r: float(v @ query) for r, v in vectors.items()}, vectors
+
+
+def _nearest_allowed(
+    db: Database,
+    store: ChromaVectors,
+    query: npt.NDArray[np.float32],
+    where: str,
+    params: Sequence[Any],
+    pool: int,
+) -> list[int]:
+    """The ``pool`` episodes nearest ``query`` that match ``where`` (see the module)."""
+    k = 4 * pool
+    counted = False
+    while True:
+        rowids, _ = store.nearest(query, k)
+        allowed = allowed_rowids(db, [int(r) for r in rowids], where, params)
+        kept = [int(r) for r in rowids if int(r) in allowed]
+        if len(kept) >= pool or len(rowids) < k:  # enough, or nothing more to ask for
+            return kept[:pool]
+        if not counted:
+            counted = True
+            if _count(db, where, params) <= EXACT_BELOW:
+                return _exact(db, query, where, params, pool)
+        k *= 4
+
+
+def _count(db: Database, where: str, params: Sequence[Any]) -> int:
+    return int(db.scalar(f"SELECT COUNT(*) FROM episodes WHERE {where}", list(params)))
+
+
+def _exact(
+    db: Database, query: npt.NDArray[np.float32], where: str, params: Sequence[Any], pool: int
+) -> list[int]:
+    """The ``pool`` episodes matching ``where`` nearest ``query``, by an exact scan of their
+    vectors in SQLite (a narrow filter: few of them)."""
+    rows = db.query(f"SELECT rowid, embedding FROM episodes WHERE {where}", list(params))
+    if not rows:
+        return []
+    matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32)
+    sims = matrix.reshape(len(rows), -1) @ query
+    n = min(pool, len(rows))
+    top = np.argpartition(-sims, n - 1)[:n]
+    return [int(rows[i][0]) for i in top]
+
+
+def allowed_rowids(
+    db: Database, rowids: Sequence[int], where: str, params: Sequence[Any]
+) -> set[int]:
+    """Those of ``rowids`` whose episodes match ``where`` (indexed reads of 500 at a time)."""
+    allowed: set[int] = set()
+    for start in range(0, len(rowids), _BATCH):
+        part = list(rowids[start : start + _BATCH])
+        allowed.update(
+            int(r[0])
+            for r in db.query(
+                f"SELECT rowid FROM episodes WHERE rowid IN ({','.join('?' * len(part))}) "
+                f"AND {where}",
+                [*part, *params],
+            )
+        )
+    return allowed
+
+
+def embeddings_of(db: Database, rowids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
+    """The stored vectors of those of ``rowids`` that exist, by rowid."""
+    found: dict[int, npt.NDArray[np.float32]] = {}
+    for start in range(0, len(rowids), _BATCH):
+        part = list(rowids[start : start + _BATCH])
+        for r in db.query(
+            f"SELECT rowid, embedding FROM episodes WHERE rowid IN ({','.join('?' * len(part))})",
+            part,
+        ):
+            found[int(r[0])] = np.frombuffer(r[1], dtype=np.float32)
+    return found
