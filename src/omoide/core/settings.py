@@ -311,8 +311,9 @@ class RouterConfig:
     past_cues: tuple[str, ...] = PAST_CUES
     howto_cues: tuple[str, ...] = HOWTO_CUES
     #: A question about the present — one with a ``present_cues`` phrase, or one with no
-    #: past cue, past tense (``past_tense_cues``) or time range — takes the freshness prior
-    #: ``present_freshness_prior``: of statements of a fact, the newest is the current one.
+    #: past cue, past tense (``past_tense_cues``) or time range — is answered by the newest
+    #: statement of a fact: the restatement rule (``restated_similarity``) and the optional
+    #: ``present_freshness_prior`` apply to it.
     present_cues: tuple[str, ...] = PRESENT_CUES
     past_tense_cues: tuple[str, ...] = PAST_TENSE_CUES
     layer_weights: Mapping[str, float] = field(

@@ -7,7 +7,7 @@ so (``router.present_cues``: "now", "currently", "今", "現在") or one with no
 past tense (``router.past_tense_cues``, and an English word ending in "-ed" without a present
 auxiliary: "what was fixed" but not "when are deploys allowed") and no time range — is
 marked :attr:`Route.present`: of several statements of a fact, the newest answers it
-(:mod:`omoide.recall.scoring` gives it the freshness prior). The cues and each route's
+(:mod:`omoide.recall.cut` puts a newer restatement first). The cues and each route's
 weights are configuration (:class:`~omoide.core.settings.RouterConfig`), in Japanese and
 English.
 """
