@@ -226,5 +226,6 @@ def test_by_default_the_newer_restatement_answers_a_question_about_the_present(
         )
     scores = {i.id: i.score for i in now.items}
     assert now.ids() == ["new", "old"] and scores["old"] > scores["new"]  # moved, not outscored
+    assert "a newer statement of old" in now.items[0].why
     assert then.ids()[0] == "old"
     assert [i.score for i in then.items] == sorted((i.score for i in then.items), reverse=True)

@@ -25,7 +25,7 @@ The session's pins and recent messages (working memory) are not cut: they come f
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -108,6 +108,7 @@ def _newer_first(
     """Each item that restates an older one ranked above it moves right above that one
     (``shares``: the share of the question's words each item holds)."""
     order = list(range(len(ranked)))
+    restates: dict[int, int] = {}  # moved item -> the older statement it moved above
     i = 0
     while i < len(order):
         a = order[i]
@@ -123,11 +124,17 @@ def _newer_first(
                 and shares[b] >= shares[a]
             ):
                 order.insert(i, order.pop(j))
+                restates.setdefault(b, a)
                 break
         else:
             i += 1
             continue
         # the moved item now sits at i: look at it against the rest in turn
+    for b, a in restates.items():
+        item = ranked[b].item
+        note = f"a newer statement of {ranked[a].item.id}"
+        why = f"{item.why}; {note}" if item.why else note
+        ranked[b] = replace(ranked[b], item=replace(item, why=why))
     return [ranked[k] for k in order], similar[np.ix_(order, order)]
 
 
