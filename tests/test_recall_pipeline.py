@@ -229,3 +229,32 @@ def test_by_default_the_newer_restatement_answers_a_question_about_the_present(
     assert "a newer statement of old" in now.items[0].why
     assert then.ids()[0] == "old"
     assert [i.score for i in then.items] == sorted((i.score for i in then.items), reverse=True)
+
+
+def test_the_current_statement_of_a_fact_without_a_subject_key_comes_first(
+    tmp_path: Path,
+) -> None:
+    """ "定例会議は今後水曜日に移します" after "定例会議は月曜日です", by another agent, in prose
+    only: a question about the present, in either language, gets Wednesday first though
+    Monday's statement scores higher; the same question in the past tense gets Monday."""
+    with Memory(tmp_path / "d", clock=ManualClock(NOW)) as mem:
+        mem.episodic.record(
+            "pm",
+            "observation",
+            "定例会議は月曜日です。",
+            id="old",
+            timestamp=NOW - timedelta(days=30),
+        )
+        mem.episodic.record(
+            "cto",
+            "observation",
+            "定例会議は今後水曜日に移します。",
+            id="new",
+            timestamp=NOW - timedelta(days=2),
+        )
+        for question in ("定例会議は何曜日？", "What day is the regular meeting?"):
+            context = mem.recall(question, agent_name=None, layers=["episodic"])
+            assert context.ids() == ["new", "old"], question
+            assert context.items[0].score < context.items[1].score  # by the rule, not the score
+        then = mem.recall("定例会議は何曜日だった？", agent_name=None, layers=["episodic"])
+    assert then.ids() == ["old", "new"]
