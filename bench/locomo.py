@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.results import write_section
+from bench.results import add_setting_option, setting_variants, write_section
 from omoide import Config, ManualClock, Memory
 from omoide.core.config import RouterConfig
 from omoide.layers.episodic.store import embedding_text
@@ -328,14 +328,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="tune: conversations 1-5 (settings are chosen on them); report: 6-10 (not tuned on)",
     )
     parser.add_argument("--ablations", action="store_true", help="also score the ablations")
-    parser.add_argument(
-        "--setting",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="also score the defaults with this router setting changed (repeatable: one "
-        "variant each), e.g. --setting restated_similarity=0.8",
-    )
+    add_setting_option(parser)
     parser.add_argument("--no-write", action="store_true", help="do not update RESULTS.md")
     parser.add_argument("--results", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
@@ -361,13 +354,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if change
             }
         )
-    for setting in args.setting:
-        name, _, value = setting.partition("=")
-        if not hasattr(default, name) or not value:
-            parser.error(f"--setting {setting!r}: expected a router setting NAME=VALUE")
-        variants[f"variant: {name} = {value}"] = dataclasses.replace(
-            default, **{name: type(getattr(default, name))(value)}
-        )
+    variants.update(setting_variants(parser, args.setting))
     started = time.perf_counter()
     scores = run(conversations, variants, CachingEmbedder())
     elapsed = time.perf_counter() - started

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from bench.locomo import bm25_tokens
-from bench.results import machine, write_section
+from bench.results import add_setting_option, machine, setting_variants, write_section
 from omoide import Config, ManualClock, Memory
 from omoide.core.config import RouterConfig
 from omoide.layers.episodic.store import embedding_text
@@ -303,14 +303,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="record_many",
         help="how turns are ingested: episodic.record_many (by hand) or Memory.add",
     )
-    parser.add_argument(
-        "--setting",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="also score Memory.recall with this router setting changed (repeatable: one "
-        "variant each), e.g. --setting present_freshness_prior=0",
-    )
+    add_setting_option(parser)
     parser.add_argument(
         "--cache",
         type=Path,
@@ -322,15 +315,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"LongMemEval data not found at {args.data}", file=sys.stderr)
         return 2
     questions = load(args.data, args.questions)
-    default = RouterConfig()
-    variants = {}
-    for setting in args.setting:
-        name, _, value = setting.partition("=")
-        if not hasattr(default, name) or not value:
-            parser.error(f"--setting {setting!r}: expected a router setting NAME=VALUE")
-        variants[f"variant: {name} = {value}"] = dataclasses.replace(
-            default, **{name: type(getattr(default, name))(value)}
-        )
+    variants = setting_variants(parser, args.setting)
     scores = run(questions, DiskCachedEmbedder(args.cache), args.via, variants)
     body = report(scores, len(questions), args.via)
     print(body)

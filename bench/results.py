@@ -7,6 +7,8 @@ independently.
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
 import platform
 import re
 from collections.abc import Sequence
@@ -14,6 +16,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
+
+from omoide.core.config import RouterConfig
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 HEADER = (
@@ -58,3 +62,32 @@ def write_section(name: str, body: str) -> Path:
     )
     RESULTS.write_text(text, encoding="utf-8")
     return RESULTS
+
+
+def add_setting_option(parser: argparse.ArgumentParser) -> None:
+    """``--setting NAME=VALUE`` (repeatable): score a router setting changed beside the
+    defaults, over the same store in the same run."""
+    parser.add_argument(
+        "--setting",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="also score Memory.recall with this router setting changed (repeatable: one "
+        "variant each), e.g. --setting restated_similarity=0.7",
+    )
+
+
+def setting_variants(
+    parser: argparse.ArgumentParser, settings: Sequence[str]
+) -> dict[str, RouterConfig]:
+    """The router configurations ``--setting`` names, each the defaults with one change."""
+    default = RouterConfig()
+    variants = {}
+    for setting in settings:
+        name, _, value = setting.partition("=")
+        if not hasattr(default, name) or not value:
+            parser.error(f"--setting {setting!r}: expected a router setting NAME=VALUE")
+        variants[f"variant: {name} = {value}"] = dataclasses.replace(
+            default, **{name: type(getattr(default, name))(value)}
+        )
+    return variants
