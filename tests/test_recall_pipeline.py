@@ -199,62 +199,39 @@ def test_a_newer_restatement_ranks_first_when_enabled(tmp_path: Path) -> None:
     assert ids.index("new") < ids.index("old")
 
 
-def test_by_default_the_newer_restatement_answers_a_question_about_the_present(
-    tmp_path: Path,
-) -> None:
-    """Of two statements of one fact, the newer comes first for a question about the present
-    (in either language) even when the older scores higher; a question in the past tense
-    keeps the order of the scores."""
-    with Memory(tmp_path / "d", clock=ManualClock(NOW)) as mem:
-        mem.episodic.record(
-            "pm",
-            "observation",
+@pytest.mark.parametrize(
+    ("old", "new", "author", "present", "past"),
+    [
+        (
             "The weekly sync meeting is on Mondays.",
-            id="old",
-            timestamp=NOW - timedelta(days=30),
-        )
-        mem.episodic.record(
-            "pm",
-            "observation",
             "The weekly sync meeting moves to Wednesdays.",
-            id="new",
-            timestamp=NOW - timedelta(days=1),
-        )
-        now = mem.recall("定例のシンクは何曜日？", agent_name=None, layers=["episodic"])
-        then = mem.recall(
-            "Which day was the weekly sync meeting?", agent_name=None, layers=["episodic"]
-        )
-    scores = {i.id: i.score for i in now.items}
-    assert now.ids() == ["new", "old"] and scores["old"] > scores["new"]  # moved, not outscored
-    assert "a newer statement of old" in now.items[0].why
-    assert then.ids()[0] == "old"
-    assert [i.score for i in then.items] == sorted((i.score for i in then.items), reverse=True)
-
-
-def test_the_current_statement_of_a_fact_without_a_subject_key_comes_first(
-    tmp_path: Path,
-) -> None:
-    """ "定例会議は今後水曜日に移します" after "定例会議は月曜日です", by another agent, in prose
-    only: a question about the present, in either language, gets Wednesday first though
-    Monday's statement scores higher; the same question in the past tense gets Monday."""
-    with Memory(tmp_path / "d", clock=ManualClock(NOW)) as mem:
-        mem.episodic.record(
             "pm",
-            "observation",
+            ("定例のシンクは何曜日？",),
+            "Which day was the weekly sync meeting?",
+        ),
+        (  # the issue's own example: prose only, another agent, no subject key
             "定例会議は月曜日です。",
-            id="old",
-            timestamp=NOW - timedelta(days=30),
-        )
-        mem.episodic.record(
-            "cto",
-            "observation",
             "定例会議は今後水曜日に移します。",
-            id="new",
-            timestamp=NOW - timedelta(days=2),
-        )
-        for question in ("定例会議は何曜日？", "What day is the regular meeting?"):
-            context = mem.recall(question, agent_name=None, layers=["episodic"])
-            assert context.ids() == ["new", "old"], question
-            assert context.items[0].score < context.items[1].score  # by the rule, not the score
-        then = mem.recall("定例会議は何曜日だった？", agent_name=None, layers=["episodic"])
+            "cto",
+            ("定例会議は何曜日？", "What day is the regular meeting?"),
+            "定例会議は何曜日だった？",
+        ),
+    ],
+)
+def test_by_default_the_newer_restatement_answers_a_question_about_the_present(
+    tmp_path: Path, old: str, new: str, author: str, present: tuple[str, ...], past: str
+) -> None:
+    """Of two statements of one fact, the newer comes first for a question about the present,
+    in either language and whoever wrote it, even when the older scores higher (its ``why``
+    says so); a question in the past tense keeps the order of the scores."""
+    with Memory(tmp_path / "d", clock=ManualClock(NOW)) as mem:
+        mem.episodic.record("pm", "observation", old, id="old", timestamp=NOW - timedelta(days=30))
+        mem.episodic.record(author, "observation", new, id="new", timestamp=NOW - timedelta(days=2))
+        for question in present:
+            now = mem.recall(question, agent_name=None, layers=["episodic"])
+            assert now.ids() == ["new", "old"], question
+            assert now.items[0].score < now.items[1].score  # moved by the rule, not the score
+            assert "a newer statement of old" in now.items[0].why
+        then = mem.recall(past, agent_name=None, layers=["episodic"])
     assert then.ids() == ["old", "new"]
+    assert then.items[0].score >= then.items[1].score
