@@ -460,11 +460,17 @@ def test_router_settings_validate() -> None:
             "router": {
                 "top_k": 5,
                 "past_cues": ["last quarter", "先期"],
+                "present_cues": ["as of today", "目下"],
+                "past_tense_cues": ["did", "でした"],
+                "present_freshness_prior": 0.4,
                 "past_weights": {"episodic": 1.2},
             }
         }
     )
     assert config.router.top_k == 5 and "先期" in config.router.past_cues
+    assert config.router.present_cues == ("as of today", "目下")
+    assert config.router.past_tense_cues == ("did", "でした")
+    assert config.router.present_freshness_prior == 0.4
     assert config.router.past_weights["episodic"] == 1.2
     assert config.router.past_weights["semantic"] == 0.85  # the rest keep their defaults
     for bad in (
@@ -477,6 +483,9 @@ def test_router_settings_validate() -> None:
         {"layer_weights": {"dreams": 1.0}},
         {"howto_weights": {"procedural": -1}},
         {"past_cues": [""]},
+        {"present_cues": ["now", " "]},
+        {"past_tense_cues": "did"},
+        {"present_freshness_prior": 2},
     ):
         with pytest.raises(ConfigError):
             Config.from_dict({"router": bad})

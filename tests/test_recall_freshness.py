@@ -135,3 +135,11 @@ def test_present_freshness_applies_only_to_a_question_about_the_present(
     assert all("freshness" in i.why for i in now.items)
     assert {old.id, new.id} <= set(then.ids())
     assert all("freshness" not in i.why for i in then.items)
+
+
+def test_the_cues_of_the_present_and_of_the_past_tense_come_from_configuration() -> None:
+    config = dataclasses.replace(RouterConfig(), present_cues=("目下",), past_tense_cues=("chose",))
+    assert route("目下の定例会議は何曜日だった？", START, config).present  # says it asks about now
+    assert route("定例会議は今何曜日？", START, config).present is True  # no past tense left
+    assert route("Which room did the team pick?", START, config).present is True  # no "did"
+    assert route("Which room the team chose?", START, config).present is False
