@@ -107,6 +107,23 @@ def mem(
         memory.close()
 
 
+@pytest.fixture
+def open_memory(tmp_path: Path, clock: ManualClock, embedder: Any, counter: Any) -> Iterator[Any]:
+    """Open Memories in ``tmp_path``; all are closed afterwards."""
+    memories: list[Memory] = []
+
+    def open_(name: str, config: Config) -> Memory:
+        memory = Memory(
+            tmp_path / name, clock=clock, embedder=embedder, token_counter=counter, config=config
+        )
+        memories.append(memory)
+        return memory
+
+    yield open_
+    for memory in memories:
+        memory.close()
+
+
 def _run_python(code: str, *args: str, timeout: float = 120) -> Any:
     """Run ``code`` in a fresh interpreter; it must print one JSON document on stdout."""
     env = {**os.environ, "PYTHONIOENCODING": "utf-8"}

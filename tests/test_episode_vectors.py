@@ -6,7 +6,6 @@ narrow and wide, forgetting, reopening, and vectors ChromaDB lacks coming back f
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -59,23 +58,6 @@ def stored_rowids(memory: Memory) -> set[int]:
 def live_rowids(memory: Memory) -> set[int]:
     rows = memory.db.query("SELECT rowid FROM episodes WHERE state IN ('active', 'compressed')")
     return {int(r[0]) for r in rows}
-
-
-@pytest.fixture
-def open_memory(tmp_path: Path, clock: ManualClock, embedder: Any, counter: Any) -> Iterator[Any]:
-    """Open Memories in ``tmp_path``; all are closed afterwards."""
-    memories: list[Memory] = []
-
-    def open_(name: str, config: Config) -> Memory:
-        memory = Memory(
-            tmp_path / name, clock=clock, embedder=embedder, token_counter=counter, config=config
-        )
-        memories.append(memory)
-        return memory
-
-    yield open_
-    for memory in memories:
-        memory.close()
 
 
 @pytest.mark.parametrize("where", ["server", "embedded"])

@@ -38,19 +38,20 @@ def stated(
 ) -> Iterator[tuple[Memory, float, str, str]]:
     """A store where the meeting was on Monday (60 days ago) and is on Wednesday (2 days)."""
     with _open(tmp_path / "m", clock, embedder, request.param) as mem:
-        old = mem.episodic.record(
-            "pm",
-            "note",
-            "The weekly team meeting is on Monday.",
-            timestamp=clock.now() - timedelta(days=60),
-        )
-        new = mem.episodic.record(
-            "pm",
-            "note",
-            "The weekly team meeting is on Wednesday.",
-            timestamp=clock.now() - timedelta(days=2),
-        )
-        yield mem, request.param, old.id, new.id
+        old, new = _meeting(mem, clock, "The weekly team meeting is on Wednesday.")
+        yield mem, request.param, old, new
+
+
+def _meeting(mem: Memory, clock: ManualClock, now: str) -> tuple[str, str]:
+    """Record that the meeting was on Monday (60 days ago) and ``now`` (2 days ago)."""
+    old = mem.episodic.record(
+        "pm",
+        "note",
+        "The weekly team meeting is on Monday.",
+        timestamp=clock.now() - timedelta(days=60),
+    )
+    new = mem.episodic.record("pm", "note", now, timestamp=clock.now() - timedelta(days=2))
+    return old.id, new.id
 
 
 def test_the_newer_of_two_equally_relevant_statements_ranks_first_with_the_prior(
@@ -115,25 +116,14 @@ def test_present_freshness_applies_only_to_a_question_about_the_present(
 ) -> None:
     config = Config(router=dataclasses.replace(RouterConfig(), present_freshness_prior=0.5))
     with Memory(tmp_path / "m", clock=clock, embedder=embedder, config=config) as mem:
-        old = mem.episodic.record(
-            "pm",
-            "note",
-            "The weekly team meeting is on Monday.",
-            timestamp=clock.now() - timedelta(days=60),
-        )
-        new = mem.episodic.record(
-            "pm",
-            "note",
-            "The weekly team meeting is on Wednesday now.",
-            timestamp=clock.now() - timedelta(days=2),
-        )
+        old, new = _meeting(mem, clock, "The weekly team meeting is on Wednesday now.")
         now = mem.recall(QUESTION, agent_name="pm", layers=["episodic"])
         then = mem.recall(
             "Which day was the weekly team meeting on?", agent_name="pm", layers=["episodic"]
         )
-    assert now.ids()[0] == new.id
+    assert now.ids()[0] == new
     assert all("freshness" in i.why for i in now.items)
-    assert {old.id, new.id} <= set(then.ids())
+    assert {old, new} <= set(then.ids())
     assert all("freshness" not in i.why for i in then.items)
 
 
