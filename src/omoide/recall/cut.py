@@ -7,10 +7,10 @@ Items are ranked by score. Then, in order:
 * **restatements** (``router.restated_similarity`` > 0, for a question about the present,
   :attr:`Route.present <omoide.recall.route.Route.present>`): of two items saying the same
   thing (their embeddings at least that similar, calibrated), the newer is the current
-  statement and moves right above the older one — when it holds at least as many of the question's
-  words as the older one: two reports that differ in the very identifier the question names
-  ("incident 1234 fixed by …" and "incident 5678 fixed by …") are alike, but the newer one
-  does not restate the older;
+  statement and moves right above the older one — when it holds at least as many of the
+  question's words as the older one: two reports that differ in the very identifier the
+  question names ("incident 1234 fixed by …" and "incident 5678 fixed by …") are alike, but
+  the newer one does not restate the older;
 * **diversity** (``router.diversity`` > 0, maximal marginal relevance): each next item is the
   one whose score minus ``diversity`` times its similarity to the items already taken is
   highest, so near-duplicates and the chunks of one long document do not crowd out the rest;
@@ -24,8 +24,9 @@ The session's pins and recent messages (working memory) are not cut: they come f
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from functools import cache
 
 import numpy as np
 
@@ -67,8 +68,12 @@ def cut(found: Sequence[Found], how: Cut, embedder: Embedder, query: str = "") -
     similar = _similarity(ranked, embedder) if how.diversity or how.restated_similarity else None
     if similar is not None and how.restated_similarity > 0:
         terms = content_terms(query)
-        shares = [word_share(terms, index_text(f.item.text)) for f in ranked]
-        ranked, similar = _newer_first(ranked, similar, how.restated_similarity, shares)
+
+        @cache
+        def share(i: int) -> float:  # read only for the pairs alike enough to compare
+            return word_share(terms, index_text(ranked[i].item.text))
+
+        ranked, similar = _newer_first(ranked, similar, how.restated_similarity, share)
     if similar is not None and how.diversity > 0:
         ranked = _diverse(ranked, similar, how.diversity, how.top_k)
     return sorted(kept, key=lambda f: -f.item.score) + ranked[: how.top_k]
@@ -103,10 +108,10 @@ def _similarity(found: Sequence[Found], embedder: Embedder) -> np.ndarray:
 
 
 def _newer_first(
-    ranked: list[Found], similar: np.ndarray, threshold: float, shares: Sequence[float]
+    ranked: list[Found], similar: np.ndarray, threshold: float, share: Callable[[int], float]
 ) -> tuple[list[Found], np.ndarray]:
     """Each item that restates an older one ranked above it moves right above that one
-    (``shares``: the share of the question's words each item holds)."""
+    (``share(i)``: the share of the question's words item ``i`` holds)."""
     order = list(range(len(ranked)))
     restates: dict[int, int] = {}  # moved item -> the older statement it moved above
     i = 0
@@ -121,7 +126,7 @@ def _newer_first(
                 and when_b is not None
                 and when_b > when_a
                 and similar[a, b] >= threshold
-                and shares[b] >= shares[a]
+                and share(b) >= share(a)
             ):
                 order.insert(i, order.pop(j))
                 restates.setdefault(b, a)

@@ -21,7 +21,6 @@ Every recall is logged for provenance (:mod:`omoide.recall.log`).
 
 from __future__ import annotations
 
-import dataclasses
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
@@ -90,6 +89,9 @@ class Recall:
         )
         chosen = _check_layers(layers)
         wanted = self._check_collections(collections)
+        when = mem.clock.now() if now is None else check_datetime("now", now)
+        teams = teams_of(reader, mem.config.teams) if reader else frozenset()
+        plan = route(query, when, config)
         how = Cut(
             top_k=check_positive_int(
                 "top_k", config.top_k if top_k is None else top_k, maximum=1_000
@@ -102,12 +104,9 @@ class Recall:
             diversity=check_unit_interval(
                 "diversity", config.diversity if diversity is None else diversity
             ),
+            # Of two statements of one fact, the newer answers "what is X now" only.
+            restated_similarity=config.restated_similarity if plan.present else 0.0,
         )
-        when = mem.clock.now() if now is None else check_datetime("now", now)
-        teams = teams_of(reader, mem.config.teams) if reader else frozenset()
-        plan = route(query, when, config)
-        if plan.present:  # of two statements of one fact, the newer answers "what is X now"
-            how = dataclasses.replace(how, restated_similarity=config.restated_similarity)
         asked = Asked(query, mem.embedder.embed_query(query), plan, reader, teams, when)
 
         found: list[Found] = []

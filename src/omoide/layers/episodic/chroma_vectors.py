@@ -32,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from omoide.core.config import EpisodicConfig, SemanticConfig
-from omoide.layers.episodic.rows import LIVE_SQL
+from omoide.layers.episodic.rows import LIVE_SQL, EpisodicRows
 from omoide.storage import Database
 from omoide.storage.chroma import chroma_errors, open_collection, store_id
 
@@ -41,8 +41,6 @@ __all__ = [
     "EXACT_BELOW",
     "STALE_KEY",
     "ChromaVectors",
-    "allowed_rowids",
-    "embeddings_of",
     "episode_vectors",
     "store_candidates",
 ]
@@ -119,16 +117,16 @@ class ChromaVectors:
             if len(got) < page:
                 return found
 
-    def sync(self, db: Database) -> None:
+    def sync(self, db: Database, rows: EpisodicRows) -> None:
         """Bring the collection in line with the live episodes of ``db``: add the vectors it
         lacks (all of them if it was marked stale), remove those of episodes gone."""
         stale = db.get_meta(STALE_KEY) == "1"
-        live = {int(r[0]) for r in db.query(f"SELECT rowid FROM episodes WHERE {LIVE_SQL}")}
+        live = rows.rowids_where(LIVE_SQL)
         stored = self.rowids()
         self.remove(stored - live)
         missing = sorted(live if stale else live - stored)
         for start in range(0, len(missing), _BATCH):
-            part = embeddings_of(db, missing[start : start + _BATCH])
+            part = rows.vectors(missing[start : start + _BATCH])
             if part:
                 self.add(list(part), np.stack(list(part.values())))
         if stale:
@@ -141,7 +139,7 @@ class ChromaVectors:
 
 
 def store_candidates(
-    db: Database,
+    rows: EpisodicRows,
     store: ChromaVectors,
     query: npt.NDArray[np.float32],
     where: str | None,
@@ -152,13 +150,13 @@ def store_candidates(
     """The episodic search's dense candidates from ``store``: cosine similarity to ``query``
     of the best ``pool`` live episodes matching ``where`` (None: all live ones), plus of the
     ``extra`` ones; and the vectors of all of them (from SQLite)."""
-    nearest = _nearest_allowed(db, store, query, where or LIVE_SQL, params, pool)
-    vectors = embeddings_of(db, sorted(set(nearest) | {int(r) for r in extra}))
+    nearest = _nearest_allowed(rows, store, query, where or LIVE_SQL, params, pool)
+    vectors = rows.vectors(sorted(set(nearest) | {int(r) for r in extra}))
     return {r: float(v @ query) for r, v in vectors.items()}, vectors
 
 
 def _nearest_allowed(
-    db: Database,
+    rows: EpisodicRows,
     store: ChromaVectors,
     query: npt.NDArray[np.float32],
     where: str,
@@ -170,62 +168,29 @@ def _nearest_allowed(
     counted = False
     while True:
         rowids, _ = store.nearest(query, k)
-        allowed = allowed_rowids(db, [int(r) for r in rowids], where, params)
+        allowed = rows.matching([int(r) for r in rowids], where, params)
         kept = [int(r) for r in rowids if int(r) in allowed]
         if len(kept) >= pool or len(rowids) < k:  # enough, or nothing more to ask for
             return kept[:pool]
         if not counted:
             counted = True
-            if _count(db, where, params) <= EXACT_BELOW:
-                return _exact(db, query, where, params, pool)
+            if rows.count_where(where, params) <= EXACT_BELOW:
+                return _exact(rows, query, where, params, pool)
         k *= 4
 
 
-def _count(db: Database, where: str, params: Sequence[Any]) -> int:
-    return int(db.scalar(f"SELECT COUNT(*) FROM episodes WHERE {where}", list(params)))
-
-
 def _exact(
-    db: Database, query: npt.NDArray[np.float32], where: str, params: Sequence[Any], pool: int
+    rows: EpisodicRows,
+    query: npt.NDArray[np.float32],
+    where: str,
+    params: Sequence[Any],
+    pool: int,
 ) -> list[int]:
     """The ``pool`` episodes matching ``where`` nearest ``query``, by an exact scan of their
     vectors in SQLite (a narrow filter: few of them)."""
-    rows = db.query(f"SELECT rowid, embedding FROM episodes WHERE {where}", list(params))
-    if not rows:
+    rowids, matrix = rows.vectors_where(where, params)
+    if not rowids:
         return []
-    matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32)
-    sims = matrix.reshape(len(rows), -1) @ query
-    n = min(pool, len(rows))
-    top = np.argpartition(-sims, n - 1)[:n]
-    return [int(rows[i][0]) for i in top]
-
-
-def allowed_rowids(
-    db: Database, rowids: Sequence[int], where: str, params: Sequence[Any]
-) -> set[int]:
-    """Those of ``rowids`` whose episodes match ``where`` (indexed reads of 500 at a time)."""
-    allowed: set[int] = set()
-    for start in range(0, len(rowids), _BATCH):
-        part = list(rowids[start : start + _BATCH])
-        allowed.update(
-            int(r[0])
-            for r in db.query(
-                f"SELECT rowid FROM episodes WHERE rowid IN ({','.join('?' * len(part))}) "
-                f"AND {where}",
-                [*part, *params],
-            )
-        )
-    return allowed
-
-
-def embeddings_of(db: Database, rowids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
-    """The stored vectors of those of ``rowids`` that exist, by rowid."""
-    found: dict[int, npt.NDArray[np.float32]] = {}
-    for start in range(0, len(rowids), _BATCH):
-        part = list(rowids[start : start + _BATCH])
-        for r in db.query(
-            f"SELECT rowid, embedding FROM episodes WHERE rowid IN ({','.join('?' * len(part))})",
-            part,
-        ):
-            found[int(r[0])] = np.frombuffer(r[1], dtype=np.float32)
-    return found
+    sims = matrix @ query
+    n = min(pool, len(rowids))
+    return [rowids[i] for i in np.argpartition(-sims, n - 1)[:n]]

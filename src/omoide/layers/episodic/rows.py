@@ -25,6 +25,9 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from omoide.clock import from_timestamp
 from omoide.core.models import Episode
 from omoide.core.scope import reader_predicate
@@ -320,6 +323,44 @@ class EpisodicRows:
         ]
 
     # -- episodes ---------------------------------------------------------------------
+
+    def matching(self, rowids: Sequence[int], where: str, params: Sequence[Any]) -> set[int]:
+        """Those of ``rowids`` whose episodes match ``where`` (indexed reads, 500 at a time)."""
+        found: set[int] = set()
+        for part in _batches(rowids):
+            marks = ",".join("?" * len(part))
+            sql = f"SELECT rowid FROM episodes WHERE rowid IN ({marks}) AND {where}"
+            found.update(int(r[0]) for r in self._db.query(sql, [*part, *params]))
+        return found
+
+    def rowids_where(self, where: str, params: Sequence[Any] = ()) -> set[int]:
+        """The row ids of the episodes matching ``where``."""
+        sql = f"SELECT rowid FROM episodes WHERE {where}"
+        return {int(r[0]) for r in self._db.query(sql, list(params))}
+
+    def count_where(self, where: str, params: Sequence[Any]) -> int:
+        """How many episodes match ``where``."""
+        return int(self._db.scalar(f"SELECT COUNT(*) FROM episodes WHERE {where}", list(params)))
+
+    def vectors(self, rowids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
+        """The stored embeddings of those of ``rowids`` that exist, by rowid."""
+        found: dict[int, npt.NDArray[np.float32]] = {}
+        for part in _batches(rowids):
+            marks = ",".join("?" * len(part))
+            sql = f"SELECT rowid, embedding FROM episodes WHERE rowid IN ({marks})"
+            for r in self._db.query(sql, part):
+                found[int(r[0])] = np.frombuffer(r[1], dtype=np.float32)
+        return found
+
+    def vectors_where(
+        self, where: str, params: Sequence[Any] = ()
+    ) -> tuple[list[int], npt.NDArray[np.float32]]:
+        """The row ids and embeddings (one row each) of the episodes matching ``where``."""
+        rows = self._db.query(f"SELECT rowid, embedding FROM episodes WHERE {where}", list(params))
+        if not rows:
+            return [], np.zeros((0, 0), dtype=np.float32)
+        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32)
+        return [int(r[0]) for r in rows], matrix.reshape(len(rows), -1)
 
     def fetch(self, where: str, params: Sequence[Any]) -> list[Episode]:
         """The episodes matching a WHERE clause over ``episodes``."""

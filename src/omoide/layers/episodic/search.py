@@ -35,12 +35,7 @@ from omoide.core.validation import (
     check_time_range,
 )
 from omoide.errors import BackendError
-from omoide.layers.episodic.chroma_vectors import (
-    ChromaVectors,
-    allowed_rowids,
-    embeddings_of,
-    store_candidates,
-)
+from omoide.layers.episodic.chroma_vectors import ChromaVectors, store_candidates
 from omoide.layers.episodic.context_keys import DEFAULT_COLUMN_WEIGHTS, key_texts, search_keys
 from omoide.layers.episodic.rows import LIVE_SQL, EpisodicRows
 from omoide.layers.episodic.vectors import VectorMatrix
@@ -345,9 +340,9 @@ class EpisodeSearch:
         if self._store is not None:
             with self._index_lock:
                 if not self._store_synced:
-                    self._store.sync(self._db)
+                    self._store.sync(self._db, self.rows)
                     self._store_synced = True
-            return store_candidates(self._db, self._store, vector, where, params, pool, extra)
+            return store_candidates(self.rows, self._store, vector, where, params, pool, extra)
         index = self._vector_index()
         with self._index_lock:
             rowids, sims = index.similarities(vector)
@@ -385,14 +380,11 @@ class EpisodeSearch:
             return {}
         k = min(len(rowids), 4 * pool)
         nearest = np.argpartition(-sims, k - 1)[:k] if k < len(rowids) else np.arange(k)
-        allowed = allowed_rowids(self._db, [int(r) for r in rowids[nearest]], where, params)
+        allowed = self.rows.matching([int(r) for r in rowids[nearest]], where, params)
         if len(allowed) >= pool or k == len(rowids):
             kept = np.array([i for i in nearest if int(rowids[i]) in allowed], dtype=np.int64)
         else:  # a narrow filter: read every episode it lets through
-            every = np.fromiter(
-                (r[0] for r in self._db.query(f"SELECT rowid FROM episodes WHERE {where}", params)),
-                dtype=np.int64,
-            )
+            every = np.fromiter(self.rows.rowids_where(where, params), dtype=np.int64)
             kept = np.flatnonzero(np.isin(rowids, every))
         if not len(kept):
             return {}
@@ -421,7 +413,7 @@ class EpisodeSearch:
             self.forget_vectors(None)
             return
         rowids = [int(r) for r in rowids]
-        live = embeddings_of(self._db, sorted(allowed_rowids(self._db, rowids, LIVE_SQL, ())))
+        live = self.rows.vectors(sorted(self.rows.matching(rowids, LIVE_SQL, ())))
         if live:
             self._index_add(list(live), np.stack(list(live.values())))
         self._index_remove([r for r in rowids if r not in live])
@@ -461,10 +453,9 @@ class EpisodeSearch:
         with self._index_lock:
             if self._index is None:
                 index = VectorMatrix(self._embedder.dimension)
-                rows = self._db.query(f"SELECT rowid, embedding FROM episodes WHERE {LIVE_SQL}")
-                if rows:
-                    matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32)
-                    index.add([r[0] for r in rows], matrix.reshape(len(rows), -1))
+                rowids, matrix = self.rows.vectors_where(LIVE_SQL)
+                if rowids:
+                    index.add(rowids, matrix)
                 self._index = index
             return self._index
 
