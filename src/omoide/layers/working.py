@@ -82,7 +82,7 @@ def session_count(db: Database) -> int:
 def session_usage(db: Database, agent_name: str | None = None) -> dict[str, tuple[int, int, int]]:
     """Per agent (only ``agent_name`` unless None): its sessions, their message tokens and
     their pins' tokens."""
-    where, params = ("1", []) if agent_name is None else ("s.agent_name = ?", [agent_name])
+    where, params = ("1 = 1", []) if agent_name is None else ("s.agent_name = ?", [agent_name])
     rows = db.query(
         "SELECT s.agent_name, COUNT(DISTINCT s.session_id), COALESCE(SUM(m.tokens), 0), "
         "(SELECT COALESCE(SUM(p.tokens), 0) FROM working_pins p WHERE p.agent_name = "
@@ -313,7 +313,7 @@ class WorkingMemory:
                 cur = conn.execute(
                     "INSERT INTO working_messages(agent_name, session_id, role, content, "
                     "importance, pinned, tokens, metadata, created_at) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
                     (
                         self.agent_name,
                         self.session_id,
@@ -326,8 +326,9 @@ class WorkingMemory:
                         to_timestamp(now),
                     ),
                 )
+                message_id = int(cur.fetchall()[0][0])
                 self._touch(conn)
-            self._messages.append(replace(msg, id=cur.lastrowid, tokens=tokens, created_at=now))
+            self._messages.append(replace(msg, id=message_id, tokens=tokens, created_at=now))
             return self._evict_over_budget()
 
     def _evict_over_budget(self) -> list[Eviction]:

@@ -114,11 +114,12 @@ class AuditLog:
         reason: str,
         run_id: str,
         snapshot: Mapping[str, Any],
-    ) -> None:
-        """Append one row, in the caller's transaction (the change it records is in it)."""
-        conn.execute(
+    ) -> int:
+        """Append one row, in the caller's transaction (the change it records is in it);
+        return its id."""
+        cursor = conn.execute(
             "INSERT INTO audit_log(at, run_id, policy, layer, collection, item_id, action, "
-            "reason, snapshot) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "reason, snapshot) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
             (
                 to_timestamp(self._clock.now()),
                 run_id,
@@ -131,6 +132,7 @@ class AuditLog:
                 json.dumps(snapshot, ensure_ascii=False),
             ),
         )
+        return int(cursor.fetchall()[0][0])
 
     def last_snapshot(
         self, layer: str, collection: str, item_id: str, action: str

@@ -383,8 +383,8 @@ class Distiller:
         collection = self.config.collection
         with self._db.transaction() as conn:
             conn.execute(
-                "INSERT OR IGNORE INTO distill_journal(collection, doc_id, source_ids, "
-                "started_at) VALUES (?, ?, ?, ?)",
+                "INSERT INTO distill_journal(collection, doc_id, source_ids, "
+                "started_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
                 (collection, doc_id, json.dumps(list(source_ids)), to_timestamp(self._clock.now())),
             )
         try:

@@ -160,7 +160,7 @@ class Lifecycle:
             else:
                 row = self._document_row(conn, collection, item_id)
                 snapshot = document_snapshot(row)
-            self.log.write(
+            audit_id = self.log.write(
                 conn,
                 layer=layer,
                 collection=collection,
@@ -171,7 +171,6 @@ class Lifecycle:
                 run_id=run_id,
                 snapshot=snapshot,
             )
-            audit_id = conn.execute("SELECT last_insert_rowid()").fetchone()[0]
             conn.execute(
                 "INSERT INTO purge_grants(layer, collection, item_id, audit_id) "
                 "VALUES (?, ?, ?, ?)",

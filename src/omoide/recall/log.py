@@ -124,12 +124,14 @@ class RecallLog:
         days = self.config.recall_log_retention_days
         if days <= 0:
             with self._db.transaction() as conn:
-                return conn.execute("DELETE FROM recall_log").rowcount
+                return int(conn.execute("DELETE FROM recall_log").rowcount)
         cutoff = (now or self._clock.now()) - timedelta(days=days)
         with self._db.transaction() as conn:
-            return conn.execute(
-                "DELETE FROM recall_log WHERE created_at < ?", (to_timestamp(cutoff),)
-            ).rowcount
+            return int(
+                conn.execute(
+                    "DELETE FROM recall_log WHERE created_at < ?", (to_timestamp(cutoff),)
+                ).rowcount
+            )
 
     # -- reading -----------------------------------------------------------------------
 
@@ -159,7 +161,7 @@ class RecallLog:
         ``reader`` limits the answer to that agent's own recalls: what an agent asked is
         private to it.
         """
-        where: list[str] = ["1"]
+        where: list[str] = ["1 = 1"]
         params: list[Any] = []
         if agent_name is not None:
             where.append("agent_name = ?")

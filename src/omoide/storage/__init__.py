@@ -1,7 +1,8 @@
-"""Storage primitives: the SQLite database, its migrations, and the directory lock."""
+"""Storage primitives: the databases (SQLite embedded, PostgreSQL shared), their
+migrations and dialects, and the directory lock."""
 
-from omoide.storage.database import Database
+from omoide.storage.database import Database, SqliteDatabase
 from omoide.storage.lock import DirectoryLock
 from omoide.storage.migrations import MIGRATIONS, Migration
 
-__all__ = ["MIGRATIONS", "Database", "DirectoryLock", "Migration"]
+__all__ = ["MIGRATIONS", "Database", "DirectoryLock", "Migration", "SqliteDatabase"]

@@ -1,6 +1,11 @@
-"""The SQLite database behind episodes, procedures, working sessions and the audit log.
+"""The relational database behind episodes, procedures, working sessions and the audit log.
 
-One connection per :class:`Database`, shared by the threads of the owning process and
+:class:`Database` is what the layers use: transactions, reads, metadata, recorded
+migrations and the data rebuilds they request. :class:`SqliteDatabase` is the embedded
+default; :class:`omoide.storage.postgres.PostgresDatabase` runs the same SQL on PostgreSQL
+(see :mod:`omoide.storage.dialect` for the few constructs that differ).
+
+SQLite: one connection per database, shared by the threads of the owning process and
 serialized by a re-entrant lock (SQLite serializes writers anyway; doing it here means no
 caller ever sees "database is locked"). WAL journal, ``synchronous=FULL``: a write is on disk
 when its transaction returns, and a crash mid-transaction rolls it back on the next open.
@@ -22,14 +27,160 @@ from typing import Any
 from omoide.clock import Clock, to_timestamp
 from omoide.core.scope import reader_predicate
 from omoide.errors import ProtectedMemoryError, StorageError
+from omoide.storage.dialect import SQLITE, Dialect, dialect_of
 from omoide.storage.migrations import MIGRATIONS, Migration
 from omoide.storage.permissions import private_file
 
-__all__ = ["Database", "insert_row", "insert_row_keeping_id", "timeline"]
+__all__ = ["Database", "SqliteDatabase", "insert_row", "insert_row_keeping_id", "timeline"]
 
 
 class Database:
-    """A SQLite connection with a lock, transactions and recorded migrations."""
+    """A connection with a lock, transactions and recorded migrations (the base of both
+    engines: subclasses open the connection and implement the methods that raise here)."""
+
+    #: The SQL constructs of this engine that the layers must ask for.
+    dialect: Dialect = SQLITE
+    #: Whether several processes may open this database at once (a server engine).
+    shared = False
+    _clock: Clock
+
+    @contextmanager
+    def transaction(self) -> Iterator[Any]:
+        """A write transaction; nested calls join the outer one."""
+        raise NotImplementedError
+        yield  # pragma: no cover
+
+    @contextmanager
+    def locked(self) -> Iterator[Any]:
+        """Exclusive use of the connection for reads that must not interleave with writes."""
+        raise NotImplementedError
+        yield  # pragma: no cover
+
+    def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
+        """Run one statement (in its own transaction unless inside one)."""
+        raise NotImplementedError
+
+    def query(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[Any]:
+        """Run a read and return all rows."""
+        raise NotImplementedError
+
+    def query_one(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any | None:
+        raise NotImplementedError
+
+    def scalar(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
+        row = self.query_one(sql, params)
+        return None if row is None else row[0]
+
+    @contextmanager
+    def snapshot(self) -> Iterator[Any]:
+        """A separate read-only connection seeing one consistent state of every table
+        (exports), closed afterwards; writers go on meanwhile."""
+        raise NotImplementedError
+        yield  # pragma: no cover
+
+    def size_bytes(self) -> int:
+        """Bytes the database takes."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def _prepare_migrations(self) -> None:
+        """Create the bookkeeping tables migrations need (engine-specific SQL)."""
+        raise NotImplementedError
+
+    def _describe(self) -> str:
+        return "the database"
+
+    # -- metadata -----------------------------------------------------------------------
+
+    def get_meta(self, key: str) -> str | None:
+        value = self.scalar("SELECT value FROM meta WHERE key = ?", (key,))
+        return None if value is None else str(value)
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.transaction() as conn:
+            conn.execute(
+                "INSERT INTO meta(key, value) VALUES (?, ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (key, value),
+            )
+
+    # -- migrations ---------------------------------------------------------------------
+
+    def applied_migrations(self) -> list[str]:
+        return [r[0] for r in self.query("SELECT name FROM migrations ORDER BY rowid")]
+
+    def migrate(self, migrations: Sequence[Migration]) -> list[str]:
+        """Apply the migrations not yet recorded, each in its own transaction, in order."""
+        with self.locked():
+            self._prepare_migrations()
+            with self.transaction() as conn:  # one process migrates; the others wait here
+                done = {r[0] for r in conn.execute("SELECT name FROM migrations").fetchall()}
+            known = {m.name for m in migrations}
+            unknown = done - known
+            if unknown:
+                raise StorageError(
+                    f"{self._describe()} was written by a newer omoide (migrations "
+                    f"{', '.join(sorted(unknown))}); upgrade omoide to open it"
+                )
+            applied = []
+            for migration in migrations:
+                if migration.name in done:
+                    continue
+                with self.transaction() as conn:
+                    if conn.execute(
+                        "SELECT 1 FROM migrations WHERE name = ?", (migration.name,)
+                    ).fetchone():
+                        continue  # another process applied it meanwhile
+                    migration.apply(conn)
+                    now = to_timestamp(self._clock.now())
+                    conn.execute(
+                        "INSERT INTO migrations(name, applied_at) VALUES (?, ?)",
+                        (migration.name, now),
+                    )
+                    for rebuild in migration.rebuilds:
+                        conn.execute(
+                            "INSERT INTO rebuilds(name, requested_at) VALUES (?, ?) "
+                            "ON CONFLICT(name) DO UPDATE SET "
+                            "requested_at = excluded.requested_at, done_at = NULL",
+                            (rebuild, now),
+                        )
+                applied.append(migration.name)
+            return applied
+
+    # -- data rebuilds ------------------------------------------------------------------
+
+    def pending_rebuilds(self) -> list[str]:
+        """The rebuilds migrations requested that have not run yet."""
+        return [
+            r[0]
+            for r in self.query("SELECT name FROM rebuilds WHERE done_at IS NULL ORDER BY name")
+        ]
+
+    def run_rebuild(self, name: str, rebuild: Callable[[Any], None]) -> bool:
+        """Run ``rebuild`` if a migration requested ``name`` and it has not run; True if it ran.
+
+        The rebuild and its record share one transaction: a crash leaves it requested.
+        """
+        if name not in self.pending_rebuilds():  # the common case reads, without a write lock
+            return False
+        with self.transaction() as conn:
+            row = conn.execute(
+                "SELECT 1 FROM rebuilds WHERE name = ? AND done_at IS NULL", (name,)
+            ).fetchone()
+            if row is None:
+                return False
+            rebuild(conn)
+            conn.execute(
+                "UPDATE rebuilds SET done_at = ? WHERE name = ?",
+                (to_timestamp(self._clock.now()), name),
+            )
+            return True
+
+
+class SqliteDatabase(Database):
+    """A SQLite file (WAL) with one connection, a lock, transactions and migrations."""
 
     def __init__(
         self,
@@ -123,97 +274,29 @@ class Database:
             row: sqlite3.Row | None = self._conn.execute(sql, params).fetchone()
             return row
 
-    def scalar(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
-        row = self.query_one(sql, params)
-        return None if row is None else row[0]
+    def _prepare_migrations(self) -> None:
+        self._conn.execute(
+            "CREATE TABLE IF NOT EXISTS migrations "
+            "(name TEXT PRIMARY KEY, applied_at REAL NOT NULL)"
+        )
+        self._conn.execute(
+            "CREATE TABLE IF NOT EXISTS rebuilds "
+            "(name TEXT PRIMARY KEY, requested_at REAL NOT NULL, done_at REAL)"
+        )
 
-    # -- metadata -----------------------------------------------------------------------
+    def _describe(self) -> str:
+        return str(self.path)
 
-    def get_meta(self, key: str) -> str | None:
-        value = self.scalar("SELECT value FROM meta WHERE key = ?", (key,))
-        return None if value is None else str(value)
-
-    def set_meta(self, key: str, value: str) -> None:
-        with self.transaction() as conn:
-            conn.execute(
-                "INSERT INTO meta(key, value) VALUES (?, ?) "
-                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                (key, value),
-            )
-
-    # -- migrations ---------------------------------------------------------------------
-
-    def applied_migrations(self) -> list[str]:
-        return [r[0] for r in self.query("SELECT name FROM migrations ORDER BY rowid")]
-
-    def migrate(self, migrations: Sequence[Migration]) -> list[str]:
-        """Apply the migrations not yet recorded, each in its own transaction, in order."""
-        with self._lock:
-            self._conn.execute(
-                "CREATE TABLE IF NOT EXISTS migrations "
-                "(name TEXT PRIMARY KEY, applied_at REAL NOT NULL)"
-            )
-            self._conn.execute(
-                "CREATE TABLE IF NOT EXISTS rebuilds "
-                "(name TEXT PRIMARY KEY, requested_at REAL NOT NULL, done_at REAL)"
-            )
-            done = set(self.applied_migrations())
-            known = {m.name for m in migrations}
-            unknown = done - known
-            if unknown:
-                raise StorageError(
-                    f"{self.path} was written by a newer omoide (migrations "
-                    f"{', '.join(sorted(unknown))}); upgrade omoide to open it"
-                )
-            applied = []
-            for migration in migrations:
-                if migration.name in done:
-                    continue
-                with self.transaction() as conn:
-                    migration.apply(conn)
-                    now = to_timestamp(self._clock.now())
-                    conn.execute(
-                        "INSERT INTO migrations(name, applied_at) VALUES (?, ?)",
-                        (migration.name, now),
-                    )
-                    for rebuild in migration.rebuilds:
-                        conn.execute(
-                            "INSERT INTO rebuilds(name, requested_at) VALUES (?, ?) "
-                            "ON CONFLICT(name) DO UPDATE SET "
-                            "requested_at = excluded.requested_at, done_at = NULL",
-                            (rebuild, now),
-                        )
-                applied.append(migration.name)
-            return applied
-
-    # -- data rebuilds ------------------------------------------------------------------
-
-    def pending_rebuilds(self) -> list[str]:
-        """The rebuilds migrations requested that have not run yet."""
-        return [
-            r[0]
-            for r in self.query("SELECT name FROM rebuilds WHERE done_at IS NULL ORDER BY name")
-        ]
-
-    def run_rebuild(self, name: str, rebuild: Callable[[sqlite3.Connection], None]) -> bool:
-        """Run ``rebuild`` if a migration requested ``name`` and it has not run; True if it ran.
-
-        The rebuild and its record share one transaction: a crash leaves it requested.
-        """
-        if name not in self.pending_rebuilds():  # the common case reads, without a write lock
-            return False
-        with self.transaction() as conn:
-            row = conn.execute(
-                "SELECT 1 FROM rebuilds WHERE name = ? AND done_at IS NULL", (name,)
-            ).fetchone()
-            if row is None:
-                return False
-            rebuild(conn)
-            conn.execute(
-                "UPDATE rebuilds SET done_at = ? WHERE name = ?",
-                (to_timestamp(self._clock.now()), name),
-            )
-            return True
+    @contextmanager
+    def snapshot(self) -> Iterator[sqlite3.Connection]:
+        uri = self.path.resolve().as_uri() + "?mode=ro"
+        conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+        conn.row_factory = sqlite3.Row
+        try:
+            conn.execute("BEGIN")  # one read transaction: a snapshot of every table
+            yield conn
+        finally:
+            conn.close()
 
     def size_bytes(self) -> int:
         """Bytes on disk: the database and its WAL."""
@@ -231,21 +314,24 @@ class Database:
             self._conn.close()
 
 
-def insert_row(conn: sqlite3.Connection, table: str, row: Mapping[str, Any]) -> sqlite3.Cursor:
+def insert_row(conn: Any, table: str, row: Mapping[str, Any]) -> Any:
     """Insert one whole row (column -> value) into ``table`` (a name its owner passes)."""
     names = list(row)
-    return conn.execute(
+    cursor = conn.execute(
         f"INSERT INTO {table}({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
         [row[n] for n in names],
     )
+    if isinstance(row.get("id"), int):  # an integer key given: keep the generator past it
+        dialect_of(conn).keep_sequence(conn, table, "id")
+    return cursor
 
 
-def insert_row_keeping_id(conn: sqlite3.Connection, table: str, row: Mapping[str, Any]) -> None:
+def insert_row_keeping_id(conn: Any, table: str, row: Mapping[str, Any]) -> None:
     """Insert with the row's ``id`` when it is free, else with a new one (imports)."""
     conn.execute("SAVEPOINT keep_id")
     try:
         insert_row(conn, table, row)
-    except sqlite3.IntegrityError:
+    except dialect_of(conn).integrity_errors():
         conn.execute("ROLLBACK TO keep_id")
         insert_row(conn, table, {k: v for k, v in row.items() if k != "id"})
     conn.execute("RELEASE keep_id")

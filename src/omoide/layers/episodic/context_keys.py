@@ -253,12 +253,12 @@ def search_keys(
     expression = match_expression(query)
     if not expression:
         return {}
-    w = ", ".join(f"{float(x):g}" for x in weights)
+    match = db.dialect.fulltext("episode_keys_fts", "k", weights)
     rows = db.query(
-        f"SELECT k.rowid, -bm25(episode_keys_fts, {w}) FROM episode_keys_fts k "
+        f"SELECT k.rowid, {match.score} FROM {match.source} "
         "JOIN episodes ON episodes.rowid = k.rowid "
-        f"WHERE episode_keys_fts MATCH ? AND {where} "
-        f"ORDER BY bm25(episode_keys_fts, {w}) LIMIT ?",
+        f"WHERE {match.condition} AND {where} "
+        f"ORDER BY {match.order} LIMIT ?",
         [expression, *params, limit],
     )
     return {int(r[0]): max(0.0, float(r[1])) for r in rows}

@@ -164,8 +164,9 @@ class EpisodicRows:
         text = conditions.get("text")
         if text:
             pattern = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            like = self._db.dialect.like()
             where.append(
-                "(description LIKE ? ESCAPE '\\' OR COALESCE(outcome, '') LIKE ? ESCAPE '\\')"
+                f"(description {like} ? ESCAPE '\\' OR COALESCE(outcome, '') {like} ? ESCAPE '\\')"
             )
             args += [pattern, pattern]
         for column in ("agent_name", "event_type"):
@@ -173,7 +174,8 @@ class EpisodicRows:
                 where.append(f"{column} = ?")
                 args.append(conditions[column])
         if conditions.get("tag"):
-            where.append("EXISTS (SELECT 1 FROM json_each(episodes.tags) WHERE value = ?)")
+            tags = self._db.dialect.json_elements("episodes.tags", "j")
+            where.append(f"EXISTS (SELECT 1 FROM {tags} WHERE j.value = ?)")
             args.append(conditions["tag"])
         if conditions.get("state"):
             where.append(BROWSE_STATES[conditions["state"]])
@@ -199,7 +201,8 @@ class EpisodicRows:
         tags = [
             r[0]
             for r in self._db.query(
-                f"SELECT DISTINCT j.value FROM episodes, json_each(episodes.tags) j WHERE {pred} "
+                f"SELECT DISTINCT j.value FROM episodes, "
+                f"{self._db.dialect.json_elements('episodes.tags', 'j')} WHERE {pred} "
                 "ORDER BY 1 LIMIT 200",
                 params,
             )
@@ -398,10 +401,11 @@ class EpisodicRows:
         for row in rows:
             names = list(row)
             cur = conn.execute(
-                f"INSERT INTO episodes({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
+                f"INSERT INTO episodes({', '.join(names)}) VALUES ({', '.join('?' * len(names))}) "
+                "RETURNING rowid",
                 [row[n] for n in names],
             )
-            rowids.append(int(cur.lastrowid or 0))
+            rowids.append(int(cur.fetchall()[0][0]))
         self._write_text(conn, rowids)
         refresh_keys(conn, rowids)
         return rowids

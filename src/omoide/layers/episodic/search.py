@@ -95,11 +95,12 @@ class EpisodeSearch:
         expression = '"' + " ".join(w.replace('"', '""') for w in words) + '"'
         # CROSS JOIN keeps the full-text match as the outer loop: planned the other way round,
         # SQLite probes the index once per active episode (seconds on a large store).
+        match = self._db.dialect.fulltext("episodes_fts", "f")
         return int(
             self._db.scalar(
-                "SELECT COUNT(*) FROM (SELECT f.rowid FROM episodes_fts f "
-                "CROSS JOIN episodes ON episodes.rowid = f.rowid "
-                "WHERE episodes_fts MATCH ? AND episodes.state = 'active' LIMIT ?)",
+                f"SELECT COUNT(*) FROM (SELECT f.rowid FROM {match.source} "
+                f"{match.driver} episodes ON episodes.rowid = f.rowid "
+                f"WHERE {match.condition} AND episodes.state = 'active' LIMIT ?) AS holding",
                 [expression, limit],
             )
         )
@@ -482,7 +483,8 @@ class EpisodeSearch:
             where.append("timestamp <= ?")
             params.append(to_timestamp(end))
         for tag in check_string_list("tags", tags, max_items=MAX_FILTER_TERMS):
-            where.append("EXISTS (SELECT 1 FROM json_each(episodes.tags) WHERE value = ?)")
+            elements = self._db.dialect.json_elements("episodes.tags", "j")
+            where.append(f"EXISTS (SELECT 1 FROM {elements} WHERE j.value = ?)")
             params.append(tag)
         return " AND ".join(where), params
 

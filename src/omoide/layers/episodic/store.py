@@ -401,7 +401,7 @@ class EpisodicStore(EpisodeSearch):
 
     def count(self, *, agent_name: str | None = None, state: str | None = "active") -> int:
         """Number of episodes (by default the active ones), optionally of one agent."""
-        where, params = ["1"], []
+        where, params = ["1 = 1"], []
         if state is not None:
             where.append("state = ?")
             params.append(state)

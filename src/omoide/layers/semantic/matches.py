@@ -35,10 +35,11 @@ def matches(
     )
     # CROSS JOIN keeps the full-text index the outer loop: SQLite would otherwise probe it
     # once per document of the collection.
+    match = db.dialect.fulltext("semantic_docs_fts", "f")
     sql = (
-        "SELECT d.id, -bm25(semantic_docs_fts), f.body FROM semantic_docs_fts f "
-        "CROSS JOIN semantic_docs d ON d.rowid = f.rowid "
-        "WHERE semantic_docs_fts MATCH ? AND d.collection = ? "
+        f"SELECT d.id, {match.score}, f.body FROM {match.source} "
+        f"{match.driver} semantic_docs d ON d.rowid = f.rowid "
+        f"WHERE {match.condition} AND d.collection = ? "
         "AND d.state IN ('active', 'compressed') "
         "AND (d.expires_at IS NULL OR d.expires_at > ?) "
         f"AND {scope_sql}"
@@ -47,6 +48,6 @@ def matches(
     if among is not None:
         sql += f" AND d.id IN ({', '.join('?' * len(among))})"
         args.extend(among)
-    sql += " ORDER BY bm25(semantic_docs_fts) LIMIT ?"
+    sql += f" ORDER BY {match.order} LIMIT ?"
     rows = db.query(sql, [*args, limit])
     return {str(r[0]): (max(0.0, float(r[1])), str(r[2] or "")) for r in rows}

@@ -311,10 +311,10 @@ class DocumentRegistry:
             names = list(row)
             cur = conn.execute(
                 f"INSERT INTO semantic_docs({', '.join(names)}) "
-                f"VALUES ({', '.join('?' * len(names))})",
+                f"VALUES ({', '.join('?' * len(names))}) RETURNING rowid",
                 [row[n] for n in names],
             )
-            sync_fulltext(conn, [int(cur.lastrowid or 0)])
+            sync_fulltext(conn, [int(cur.fetchall()[0][0])])
 
     def rows(self, collection: str, doc_ids: Sequence[str]) -> list[Any]:
         """The registry rows of these documents (those that exist), in batches of 500."""
@@ -470,15 +470,16 @@ class DocumentRegistry:
             reader, reader_teams, owner_column="d.agent_name", scope_column="d.scope"
         )
         marks = ", ".join("?" * len(SEARCHABLE))
+        match = self._db.dialect.fulltext("semantic_docs_fts", "f")
         sql = (
-            "SELECT d.* FROM semantic_docs_fts f "
-            "CROSS JOIN semantic_docs d ON d.rowid = f.rowid "
-            "WHERE semantic_docs_fts MATCH ? AND d.collection = ? AND d.state = 'archived' "
+            f"SELECT d.* FROM {match.source} "
+            f"{match.driver} semantic_docs d ON d.rowid = f.rowid "
+            f"WHERE {match.condition} AND d.collection = ? AND d.state = 'archived' "
             "AND d.subject IS NOT NULL "
             "AND EXISTS (SELECT 1 FROM semantic_docs c WHERE c.collection = d.collection "
             "AND c.subject = d.subject AND c.scope = d.scope AND c.agent_name = d.agent_name "
             f"AND c.state IN ({marks})) "
-            f"AND {scope_sql} ORDER BY bm25(semantic_docs_fts) LIMIT ?"
+            f"AND {scope_sql} ORDER BY {match.order} LIMIT ?"
         )
         args = [expression, collection, *SEARCHABLE, *params, limit]
         return [document(r) for r in self._db.query(sql, args)]

@@ -227,9 +227,11 @@ class SemanticStore(DocumentQueries):
                     "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?) "
                     "ON CONFLICT(collection, id) DO UPDATE SET content=excluded.content, "
                     "metadata=excluded.metadata, content_hash=excluded.content_hash, "
-                    "chunk_count=MAX(semantic_docs.chunk_count, excluded.chunk_count), "
+                    "chunk_count=CASE WHEN excluded.chunk_count > semantic_docs.chunk_count "
+                    "THEN excluded.chunk_count ELSE semantic_docs.chunk_count END, "
                     "agent_name=excluded.agent_name, scope=excluded.scope, state='pending', "
-                    "protected=MAX(semantic_docs.protected, excluded.protected), "
+                    "protected=CASE WHEN excluded.protected > semantic_docs.protected "
+                    "THEN excluded.protected ELSE semantic_docs.protected END, "
                     "archived_at=NULL, compressed_at=NULL, expires_at=excluded.expires_at, "
                     "updated_at=excluded.updated_at",
                     (
