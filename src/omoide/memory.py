@@ -26,7 +26,7 @@ from omoide.core.freshness import FreshnessCurve
 from omoide.core.models import CollectionStats
 from omoide.core.protection import NeverForget
 from omoide.core.scope import normalize_scope
-from omoide.errors import ConfigError, OmoideError, StoreLockedError
+from omoide.errors import ConfigError, OmoideError
 from omoide.ingest.conversation import AddReport, ConversationIngest
 from omoide.ingest.indexing import DEFAULT_MAX_FILE_BYTES, Indexer, IndexReport, ProgressCallback
 from omoide.layers.episodic.chroma_vectors import episode_vectors
@@ -52,6 +52,7 @@ from omoide.recall.log import RecallLog
 from omoide.recall.pipeline import Recall
 from omoide.storage import Database, DirectoryLock
 from omoide.storage.chroma import CHROMA_DIR, chroma_client
+from omoide.storage.opening import DATABASE_URL_ENV, maintenance_lock, open_database
 from omoide.storage.permissions import private_dir, tighten
 from omoide.storage.secrets import directory_secret
 
@@ -102,9 +103,11 @@ class Memory:
             config = Config.from_toml(toml) if toml.exists() else Config()
         self.config = config
         self.clock: Clock = clock or SystemClock()
+        self._database_url = config.storage.url or os.environ.get(DATABASE_URL_ENV) or None
         self._lock = DirectoryLock(self.path)
-        timeout = config.lock_timeout if lock_timeout is None else lock_timeout
-        self._lock.acquire(timeout, clock=self.clock)
+        if self._database_url is None:  # a shared database has no single owner
+            timeout = config.lock_timeout if lock_timeout is None else lock_timeout
+            self._lock.acquire(timeout, clock=self.clock)
         self._closed = False
         self._chroma: Any = None
         self._db: Database | None = None
@@ -127,7 +130,7 @@ class Memory:
         list of the facade: one constructor call per part, in dependency order.
         """
         config = self.config
-        self._db = Database(self.path / DB_NAME, clock=self.clock)
+        self._db = open_database(self.path / DB_NAME, self._database_url, self.config, self.clock)
         self.embedder = embedder or default_embedder()
         self._check_embedder()
         self.token_counter = token_counter or default_token_counter()
@@ -240,12 +243,17 @@ class Memory:
     def working(
         self, agent_name: str, session_id: str = "default", max_tokens: int | None = None
     ) -> WorkingMemory:
-        """The working memory of ``(agent_name, session_id)``, restored if it exists."""
+        """The working memory of ``(agent_name, session_id)``, restored if it exists (on a
+        shared database, restored on every call: another replica may have changed it)."""
         self._check_open()
         key = (agent_name, session_id)
         with self._sessions_lock:
             session = self._sessions.get(key)
-            if session is None or (max_tokens is not None and max_tokens != session.max_tokens):
+            if (
+                session is None
+                or self.db.shared
+                or (max_tokens is not None and max_tokens != session.max_tokens)
+            ):
                 session = WorkingMemory(
                     self.db,
                     agent_name=agent_name,
@@ -334,18 +342,11 @@ class Memory:
         """The daily job: :meth:`distill`, then :meth:`forget`, then
         :meth:`enforce_collections` (retention, caps, cache expiry).
 
-        Holds ``maintenance.lock`` in the data directory while it runs; a second run at the
-        same time (another thread or process) gets StoreLockedError.
+        Holds ``maintenance.lock`` in the data directory (an advisory lock on PostgreSQL)
+        while it runs; a second run meanwhile (thread, process, replica): StoreLockedError.
         """
         self._check_open()
-        lock = DirectoryLock(self.path, name=MAINTENANCE_LOCK)
-        try:
-            lock.acquire(0.0, clock=self.clock)
-        except StoreLockedError:
-            raise StoreLockedError(
-                f"maintenance of {self.path} is already running in another thread or process"
-            ) from None
-        try:
+        with maintenance_lock(self.db, self.path, MAINTENANCE_LOCK, self.clock):
             started_at = self.clock.now()
             started = self.clock.monotonic()
             distilled = self.distill()
@@ -355,8 +356,6 @@ class Memory:
             return MaintenanceReport(
                 started_at, distilled, forgotten, self.clock.monotonic() - started, retained
             )
-        finally:
-            lock.release()
 
     # -- recall ------------------------------------------------------------------------
 

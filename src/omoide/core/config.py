@@ -55,6 +55,7 @@ from omoide.core.settings import (
     RouterConfig,
     SemanticConfig,
     ServerConfig,
+    StorageConfig,
     WorkingConfig,
     _frozen,
 )
@@ -94,6 +95,7 @@ class Config:
     ingest: IngestConfig = field(default_factory=IngestConfig)
     server: ServerConfig = field(default_factory=ServerConfig)
     protection: ProtectionConfig = field(default_factory=ProtectionConfig)
+    storage: StorageConfig = field(default_factory=StorageConfig)
     #: Scope given to items written without one: ``global``, ``private`` or a share list.
     default_scope: str = "global"
     #: Teams for scopes: ``{"leads": ("ceo", "cto")}`` lets ``team:leads`` reach both.
@@ -126,6 +128,7 @@ class Config:
 
 
 _SECTION_TYPES: dict[str, type] = {
+    "storage": StorageConfig,
     "working": WorkingConfig,
     "episodic": EpisodicConfig,
     "semantic": SemanticConfig,
@@ -287,6 +290,9 @@ def _check(config: Config) -> None:
         _unit(value, f"episodic.base_importance.{kind}")
     if e.vector_store not in ("memory", "chroma"):
         raise ConfigError(f"episodic.vector_store: 'memory' or 'chroma', got {e.vector_store!r}")
+    url = config.storage.url
+    if url is not None and not url.startswith(("postgresql://", "postgres://")):
+        raise ConfigError(f"storage.url: expected postgresql://..., got {url.split('@')[-1]!r}")
     if not s.collections:
         raise ConfigError("semantic.collections: at least one collection is needed")
     for name, coll in s.collections.items():

@@ -418,3 +418,16 @@ class ProtectionConfig:
     #: (``timestamp``) through the servers: backdating makes an episode look old at once
     #: (distillable, forgettable). Admins and the local operator may date anything.
     agent_backdate_days: float = 1.0
+
+
+@dataclass(frozen=True)
+class StorageConfig:
+    """Where the relational state lives.
+
+    Unset: ``omoide.db`` (SQLite) in the data directory, the embedded default. A
+    ``postgresql://user:password@host:port/database`` URL (or ``$OMOIDE_DATABASE_URL``)
+    puts it on PostgreSQL (the ``postgres`` extra), shared by any number of processes; the
+    vectors must then be on a Chroma server too (``semantic.chroma_url``).
+    """
+
+    url: str | None = None

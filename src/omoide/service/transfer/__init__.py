@@ -61,11 +61,7 @@ def export_jsonl(
     """Every layer of ``mem`` as JSON Lines (each string is one line, without newline)."""
     from omoide._version import __version__
 
-    uri = mem.db.path.resolve().as_uri() + "?mode=ro"
-    snapshot = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
-    snapshot.row_factory = sqlite3.Row
-    try:
-        snapshot.execute("BEGIN")  # one read transaction: a consistent snapshot of every table
+    with mem.db.snapshot() as snapshot:  # one consistent view of every table
         counts = {
             s.kind: int(snapshot.execute(f"SELECT COUNT(*) FROM {s.table}").fetchone()[0])
             for s in SECTIONS
@@ -93,8 +89,6 @@ def export_jsonl(
                 if progress:
                     progress("export", done, total)
         yield dumps({"kind": "end", "counts": counts})
-    finally:
-        snapshot.close()
 
 
 def _export_row(section: Section, row: sqlite3.Row, embeddings: bool) -> dict[str, Any]:

@@ -37,6 +37,8 @@ class _Column:
 
 
 def _table_columns(mem: Memory, table: str) -> dict[str, _Column]:
+    if mem.db.dialect.name == "postgresql":
+        return _pg_columns(mem, table)
     columns = {}
     info = mem.db.query(f"PRAGMA table_info({table})")
     single_pk = sum(1 for r in info if r["pk"]) == 1
@@ -46,6 +48,27 @@ def _table_columns(mem: Memory, table: str) -> dict[str, _Column]:
         required = bool(r["notnull"]) and r["dflt_value"] is None and not integer_pk
         columns[r["name"]] = _Column(r["name"], str(r["type"]).upper(), required)
     return columns
+
+
+_PG_TYPES = {"bigint": "INTEGER", "double precision": "REAL", "text": "TEXT", "bytea": "BLOB"}
+
+
+def _pg_columns(mem: Memory, table: str) -> dict[str, _Column]:
+    """As :func:`_table_columns`, from PostgreSQL's catalogue (SQLite's type names)."""
+    rows = mem.db.query(
+        "SELECT column_name, data_type, is_nullable, column_default, is_identity "
+        "FROM information_schema.columns WHERE table_schema = current_schema() "
+        "AND table_name = ?",
+        [table],
+    )
+    return {
+        r[0]: _Column(
+            r[0],
+            _PG_TYPES.get(str(r[1]), str(r[1]).upper()),
+            r[2] == "NO" and r[3] is None and r[4] != "YES",
+        )
+        for r in rows
+    }
 
 
 def parse(
