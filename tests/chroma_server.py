@@ -24,8 +24,11 @@ from omoide import Config
 #: Longest wait for a new server's heartbeat (a busy two-core machine can be slow to start it).
 START_TIMEOUT = 60.0
 
-#: Run a test on both ChromaDB clients: ``@ON_BOTH_BACKENDS`` (see conftest's ``chroma_backend``).
-ON_BOTH_BACKENDS = pytest.mark.parametrize("chroma_backend", ["embedded", "server"], indirect=True)
+#: Run a test on every backend: ``@ON_BOTH_BACKENDS`` (see conftest's ``chroma_backend``): the
+#: embedded default, a Chroma server, and PostgreSQL with a Chroma server.
+ON_BOTH_BACKENDS = pytest.mark.parametrize(
+    "chroma_backend", ["embedded", "server", "postgres"], indirect=True
+)
 
 
 def chroma_command() -> str:

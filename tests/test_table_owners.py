@@ -35,8 +35,8 @@ OWNERS: dict[str, str] = {
     "working_messages": "layers/working",
     "working_pins": "layers/working",
 }
-#: Modules that may name every table: the schema itself.
-SCHEMA = ("storage/migrations",)
+#: Modules that may name every table: the schema itself (SQLite's and PostgreSQL's).
+SCHEMA = ("storage/migrations", "storage/pg_schema")
 
 #: (module, table) -> strings naming it outside its owner, all of them reads (see each group).
 KNOWN: dict[tuple[str, str], int] = {
