@@ -43,12 +43,48 @@ class Database:
     #: Whether several processes may open this database at once (a server engine).
     shared = False
     _clock: Clock
+    _lock: threading.RLock
+    _depth: int
+    _conn: Any
 
     @contextmanager
     def transaction(self) -> Iterator[Any]:
         """A write transaction; nested calls join the outer one."""
+        with self._lock:
+            if self._depth:
+                self._depth += 1
+                try:
+                    yield self._conn
+                finally:
+                    self._depth -= 1
+                return
+            self._begin()
+            self._depth = 1
+            try:
+                yield self._conn
+            except BaseException as exc:
+                self._depth = 0
+                self._rollback()
+                translated = self._refusal(exc)
+                if translated is not None:
+                    raise translated from None
+                raise
+            else:
+                self._depth = 0
+                self._commit()
+
+    def _begin(self) -> None:
         raise NotImplementedError
-        yield  # pragma: no cover
+
+    def _commit(self) -> None:
+        raise NotImplementedError
+
+    def _rollback(self) -> None:
+        raise NotImplementedError
+
+    def _refusal(self, exc: BaseException) -> Exception | None:
+        """The typed error for a refusal the schema raised (None: not one of ours)."""
+        return None
 
     @contextmanager
     def locked(self) -> Iterator[Any]:
@@ -182,6 +218,8 @@ class Database:
 class SqliteDatabase(Database):
     """A SQLite file (WAL) with one connection, a lock, transactions and migrations."""
 
+    _conn: sqlite3.Connection
+
     def __init__(
         self,
         path: str | Path,
@@ -219,31 +257,17 @@ class SqliteDatabase(Database):
 
     # -- transactions -------------------------------------------------------------------
 
-    @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """A write transaction (``BEGIN IMMEDIATE``); nested calls join the outer one."""
-        with self._lock:
-            if self._depth:
-                self._depth += 1
-                try:
-                    yield self._conn
-                finally:
-                    self._depth -= 1
-                return
-            self._conn.execute("BEGIN IMMEDIATE")
-            self._depth = 1
-            try:
-                yield self._conn
-            except BaseException as exc:
-                self._depth = 0
-                self._conn.execute("ROLLBACK")
-                translated = _translate(exc)
-                if translated is not None:
-                    raise translated from None
-                raise
-            else:
-                self._depth = 0
-                self._conn.execute("COMMIT")
+    def _begin(self) -> None:
+        self._conn.execute("BEGIN IMMEDIATE")  # the write lock now: no upgrade deadlocks
+
+    def _commit(self) -> None:
+        self._conn.execute("COMMIT")
+
+    def _rollback(self) -> None:
+        self._conn.execute("ROLLBACK")
+
+    def _refusal(self, exc: BaseException) -> Exception | None:
+        return _translate(exc)
 
     @contextmanager
     def locked(self) -> Iterator[sqlite3.Connection]:

@@ -194,6 +194,7 @@ class PostgresDatabase(Database):
 
     dialect = POSTGRES
     shared = True
+    _conn: PgConnection
 
     def __init__(
         self, url: str, *, clock: Clock, migrations: Sequence[Migration] | None = None
@@ -223,31 +224,8 @@ class PostgresDatabase(Database):
     def _describe(self) -> str:
         return f"the database at {_redact(self.url)}"
 
-    @contextmanager
-    def transaction(self) -> Iterator[PgConnection]:
-        """A write transaction, serialized with every other writer of the database."""
-        with self._lock:
-            if self._depth:
-                self._depth += 1
-                try:
-                    yield self._conn
-                finally:
-                    self._depth -= 1
-                return
-            self._begin()
-            self._depth = 1
-            try:
-                yield self._conn
-            except BaseException:
-                self._depth = 0
-                with suppress(Exception):
-                    self._raw.execute("ROLLBACK")
-                raise
-            else:
-                self._depth = 0
-                self._commit()
-
     def _begin(self) -> None:
+        """BEGIN, then the write lock: serialized with every other writer of the database."""
         import psycopg
 
         try:
@@ -257,6 +235,10 @@ class PostgresDatabase(Database):
             with suppress(Exception):
                 self._raw.execute("ROLLBACK")
             raise StorageError(f"cannot begin a transaction: {exc}") from exc
+
+    def _rollback(self) -> None:
+        with suppress(Exception):
+            self._raw.execute("ROLLBACK")
 
     def _commit(self) -> None:
         import psycopg
@@ -275,8 +257,8 @@ class PostgresDatabase(Database):
         with self._lock:
             if self._depth:
                 return self._conn.execute(sql, list(params))
-            with self.transaction() as conn:
-                return conn.execute(sql, list(params))
+            with self.transaction():
+                return self._conn.execute(sql, list(params))
 
     def query(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[PgRow]:
         with self._lock:
