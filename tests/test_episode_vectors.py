@@ -17,7 +17,7 @@ from conftest import TOPICS
 from omoide import Config, ManualClock, Memory
 from omoide.errors import BackendError
 from omoide.layers.episodic import chroma_vectors
-from omoide.layers.episodic.chroma_vectors import STALE_KEY, ChromaVectors
+from omoide.layers.episodic.chroma_vectors import ChromaVectors
 
 ON_THE_SERVER = pytest.mark.parametrize("chroma_backend", ["server"], indirect=True)
 
@@ -218,10 +218,10 @@ def test_vectors_chroma_lacks_come_back_from_sqlite(
             patch.setattr(ChromaVectors, "add", refused)
             late = again.episodic.record("cto", "note", "The data center moves to Osaka in June")
         assert again.episodic.get(late.id).description.startswith("The data center")
-        assert again.db.get_meta(STALE_KEY) == "1"
+        assert ChromaVectors.is_stale(again.db)
         question = "Where is the data center moving?"
         assert again.episodic.recall(question, top_k=1)[0].id == late.id
-        assert again.db.get_meta(STALE_KEY) == "0"
+        assert not ChromaVectors.is_stale(again.db)
         assert stored_rowids(again) == live_rowids(again)
 
 

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import textwrap
 from dataclasses import replace
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,18 @@ import pytest
 
 from chroma_server import ChromaServer, new_prefix
 from omoide import Config, ManualClock, Memory
-from omoide.errors import ConfigError, ProtectedMemoryError, StorageError, StoreLockedError
+from omoide.errors import (
+    AlreadyExistsError,
+    BackendError,
+    ConfigError,
+    ProtectedMemoryError,
+    StorageError,
+    StoreLockedError,
+)
+from omoide.layers.episodic.chroma_vectors import ChromaVectors
+from omoide.pipelines.scheduler import Scheduler
+from omoide.service.caller import Caller
+from omoide.service.local import LocalOperations
 from omoide.service.transfer import export_jsonl, import_jsonl
 from omoide.storage.opening import maintenance_lock
 from omoide.storage.pg_schema import PG_MIGRATIONS
@@ -322,3 +334,102 @@ def test_replicas_share_working_memory_and_exports(
         report = import_jsonl(copy, lines)
         assert report.imported["episode"] == 1
         assert copy.working("ops", "s1").get_slot("active_task") == "refund order 12"
+
+
+# -- what one replica does to another's view ------------------------------------------------
+
+
+def test_a_vector_one_replica_could_not_store_is_restored_by_another(
+    replicas: list[Memory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Replica B commits an episode whose vector the Chroma server refuses: B marks the
+    collection stale in the database, and replica A's next search (A synced long before)
+    sees the mark and puts the vector back from the table."""
+    a, b = replicas
+    first = a.episodic.record("ops", "note", "The north depot inventory is complete")
+    assert a.episodic.recall("inventory", top_k=1)[0].id == first.id  # A's first sync
+
+    def refused(self: ChromaVectors, rowids: Any, vectors: Any) -> None:
+        raise BackendError("the vector store cannot be reached: connection refused")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(ChromaVectors, "add", refused)
+        late = b.episodic.record("ops", "note", "The data center moves to Osaka in June")
+    assert ChromaVectors.is_stale(a.db)
+    late_row = a.episodic.rows.rowids_where("id = ?", [late.id])
+    assert a.episodic._store is not None
+    assert not late_row <= a.episodic._store.rowids()
+    a.episodic.recall("Where is the data center moving?", top_k=1)
+    assert late_row <= a.episodic._store.rowids()
+    assert not ChromaVectors.is_stale(b.db)
+
+
+def test_a_mark_made_during_a_sync_outlives_it(
+    replicas: list[Memory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sync clears only the marks made before it started: one another replica makes while
+    it runs (for a write the sync may not have seen) still asks for the next sync."""
+    a, b = replicas
+    a.episodic.record("ops", "note", "Shipment 1 left the north depot")
+    ChromaVectors.mark_stale(a.db)
+    rows = a.episodic.rows
+    read_live = type(rows).rowids_where
+
+    def marked_meanwhile(self: Any, where: str, params: Any = ()) -> set[int]:
+        ChromaVectors.mark_stale(b.db)  # replica B, while A's sync reads the table
+        return read_live(self, where, params)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(type(rows), "rowids_where", marked_meanwhile)
+        assert a.episodic._store is not None
+        a.episodic._store.sync(a.db, rows)
+    assert ChromaVectors.is_stale(a.db)
+    a.episodic._store.sync(a.db, rows)
+    assert not ChromaVectors.is_stale(a.db)
+
+
+def test_maintenance_and_its_parts_run_in_one_replica_at_a_time(
+    replicas: list[Memory], clock: ManualClock
+) -> None:
+    """Distillation and forgetting take the maintenance lock too; a scheduler whose run
+    another replica completed after its check does not run again."""
+    a, b = replicas
+    with maintenance_lock(a.db, a.path, "m", a.clock):
+        for job in (b.distill, b.forget, b.enforce_collections):
+            with pytest.raises(StoreLockedError):
+                job()
+        assert b.forget(dry_run=True).dry_run  # a dry run writes nothing: no lock
+    scheduler = Scheduler(a)
+    clock.advance(timedelta(days=1))  # past its first slot: a run is due
+    checked = scheduler.due
+
+    def due_then_another_replica_runs(now: Any = None) -> Any:
+        when = checked(now)
+        b.maintain()  # completes between A's check and A's lock
+        return when
+
+    scheduler.due = due_then_another_replica_runs  # type: ignore[method-assign]
+    assert scheduler.run_pending() is None
+    assert scheduler.skipped == 1 and not scheduler.reports
+
+
+def test_an_owner_check_holds_until_the_write_across_replicas(
+    replicas: list[Memory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Agent cto's store on replica B has passed every owner check made before its write;
+    then, before B's write transaction, an admin on replica A puts a private document under
+    the same id. The store checks again inside its write transaction and refuses: the
+    admin's document is untouched."""
+    a, b = replicas
+    cto = LocalOperations(b, Caller.for_agent(b, "cto"))
+    admin = LocalOperations(a, Caller.for_agent(a, "admin", admin=True))
+    vectors = b.semantic._chunk_vectors  # the store's last step before its transaction
+
+    def admin_writes_meanwhile(chunks: Any, embedded: Any) -> Any:
+        admin.store("knowledge", ["admin's own notes"], ids=["cto:plan"], scope="private")
+        return vectors(chunks, embedded)
+
+    monkeypatch.setattr(b.semantic, "_chunk_vectors", admin_writes_meanwhile)
+    with pytest.raises(AlreadyExistsError):
+        cto.store("knowledge", ["cto's plan"], ids=["plan"])
+    assert a.semantic.get("knowledge", "cto:plan").document == "admin's own notes"

@@ -259,7 +259,7 @@ def test_background_maintenance_survives_a_failed_run(mem: Memory, clock: Manual
     background = BackgroundMaintenance(mem, poll_seconds=3600)
     calls: list[int] = []
 
-    def broken() -> None:
+    def broken(**_: object) -> None:
         calls.append(1)
         raise RuntimeError("disk full")
 

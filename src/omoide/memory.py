@@ -15,12 +15,13 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Iterable, Sequence
+from contextlib import nullcontext
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from omoide.clock import Clock, SystemClock, to_timestamp
+from omoide.clock import Clock, SystemClock
 from omoide.core.config import Config
 from omoide.core.freshness import FreshnessCurve
 from omoide.core.models import CollectionStats
@@ -43,7 +44,7 @@ from omoide.pipelines.overflow import Overflow
 from omoide.pipelines.promotion import Promotion
 from omoide.pipelines.protection import reach_back
 from omoide.pipelines.retention import Retention, RetentionReport
-from omoide.pipelines.scheduler import LAST_RUN_KEY, MAINTENANCE_LOCK, MaintenanceReport
+from omoide.pipelines.scheduler import MAINTENANCE_LOCK, MaintenanceReport, maintenance_run
 from omoide.providers.embeddings import Embedder, default_embedder
 from omoide.providers.llm import LLM, llm_from_config
 from omoide.providers.tokens import TokenCounter, default_token_counter
@@ -52,7 +53,7 @@ from omoide.recall.log import RecallLog
 from omoide.recall.pipeline import Recall
 from omoide.storage import Database, DirectoryLock
 from omoide.storage.chroma import CHROMA_DIR, chroma_client
-from omoide.storage.opening import DATABASE_URL_ENV, maintenance_lock, open_database
+from omoide.storage.opening import DATABASE_URL_ENV, SingleRunner, check_identity, open_database
 from omoide.storage.permissions import private_dir, tighten
 from omoide.storage.secrets import directory_secret
 
@@ -131,6 +132,8 @@ class Memory:
         """
         config = self.config
         self._db = open_database(self.path / DB_NAME, self._database_url, self.config, self.clock)
+        #: Held by maintenance and its parts: one run at a time per store (any replica).
+        self._single_runner = SingleRunner(self.db, self.path, MAINTENANCE_LOCK, self.clock)
         self.embedder = embedder or default_embedder()
         self._check_embedder()
         self.token_counter = token_counter or default_token_counter()
@@ -219,7 +222,9 @@ class Memory:
             llm=llm or llm_from_config(self.config.llm),
         )
         self._protect_new_categories()
-        self.distiller.recover()
+        with self._single_runner.attempt() as alone:
+            if alone:  # else a replica's run is under way, and each run recovers first
+                self.distiller.recover()
 
     def _protect_new_categories(self) -> None:
         """Protect existing items that never-forget categories added since the last open match."""
@@ -228,10 +233,8 @@ class Memory:
     def _check_embedder(self) -> None:
         """Refuse to mix vectors of two models in one directory."""
         identity = f"{self.embedder.name}:{self.embedder.dimension}"
-        stored = self.db.get_meta("embedder")
-        if stored is None:
-            self.db.set_meta("embedder", identity)
-        elif stored != identity:
+        stored = check_identity(self.db, "embedder", identity)
+        if stored != identity:
             raise ConfigError(
                 f"{self.path} was written with embedder {stored}; this Memory uses {identity}. "
                 "Vectors of different models cannot be compared: open it with the same embedder "
@@ -277,7 +280,8 @@ class Memory:
         episodes are marked distilled. Safe to interrupt and run again.
         """
         self._check_open()
-        return self.distiller.run(batch_size)
+        with self._single_runner.held():
+            return self.distiller.run(batch_size)
 
     def forget(self, dry_run: bool = False) -> ForgetReport:
         """Apply the forgetting policies; with ``dry_run`` only report what would be done.
@@ -286,7 +290,8 @@ class Memory:
         store itself if anything tried); every action is in :meth:`audit`.
         """
         self._check_open()
-        return self.forgetting.run(dry_run=dry_run)
+        with nullcontext() if dry_run else self._single_runner.held():
+            return self.forgetting.run(dry_run=dry_run)
 
     def restore(
         self, item_id: str, *, layer: str | None = None, collection: str | None = None
@@ -336,26 +341,21 @@ class Memory:
         with an audit row each; never-forget documents are kept. Part of :meth:`maintain`.
         """
         self._check_open()
-        return self.retention.run(dry_run=dry_run)
+        with nullcontext() if dry_run else self._single_runner.held():
+            return self.retention.run(dry_run=dry_run)
 
-    def maintain(self) -> MaintenanceReport:
+    def maintain(self, *, unless_run_after: datetime | None = None) -> MaintenanceReport:
         """The daily job: :meth:`distill`, then :meth:`forget`, then
         :meth:`enforce_collections` (retention, caps, cache expiry).
 
         Holds ``maintenance.lock`` in the data directory (an advisory lock on PostgreSQL)
         while it runs; a second run meanwhile (thread, process, replica): StoreLockedError.
+        So does a run that completed after ``unless_run_after`` (a scheduler's due run that
+        another replica made between the scheduler's check and this lock).
         """
         self._check_open()
-        with maintenance_lock(self.db, self.path, MAINTENANCE_LOCK, self.clock):
-            started_at = self.clock.now()
-            started = self.clock.monotonic()
-            distilled = self.distill()
-            forgotten = self.forget()
-            retained = self.enforce_collections()
-            self.db.set_meta(LAST_RUN_KEY, repr(to_timestamp(self.clock.now())))
-            return MaintenanceReport(
-                started_at, distilled, forgotten, self.clock.monotonic() - started, retained
-            )
+        with self._single_runner.held():
+            return maintenance_run(self, unless_run_after)
 
     # -- recall ------------------------------------------------------------------------
 

@@ -18,10 +18,10 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Protocol
 
-from omoide.clock import Clock, from_timestamp
+from omoide.clock import Clock, from_timestamp, to_timestamp
 from omoide.core.config import Config
 from omoide.core.policies import Schedule
 from omoide.errors import ConfigError, StoreLockedError
@@ -39,6 +39,7 @@ __all__ = [
     "MaintenanceReport",
     "Schedule",
     "Scheduler",
+    "maintenance_run",
 ]
 
 _log = logging.getLogger("omoide.pipelines.scheduler")
@@ -46,6 +47,8 @@ _log = logging.getLogger("omoide.pipelines.scheduler")
 MAINTENANCE_LOCK = "maintenance.lock"
 #: Meta key holding the time of the last completed maintenance run.
 LAST_RUN_KEY = "maintenance_last_run"
+#: Earlier than any run: "unless a run completed after" this means "unless one ever did".
+EARLIEST = datetime.min.replace(tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -73,9 +76,51 @@ class Maintained(Protocol):
     @property
     def db(self) -> Database: ...
 
-    def maintain(self) -> MaintenanceReport:
-        """Run distillation, forgetting and collection policies once."""
+    def maintain(self, *, unless_run_after: datetime | None = None) -> MaintenanceReport:
+        """Run distillation, forgetting and collection policies once (unless a run
+        completed after ``unless_run_after``: StoreLockedError)."""
         ...
+
+
+class Maintainable(Protocol):
+    """What one run calls: the store's database and clock, and the run's three parts."""
+
+    @property
+    def clock(self) -> Clock: ...
+
+    @property
+    def db(self) -> Database: ...
+
+    def distill(self) -> DistillReport: ...
+
+    def forget(self) -> ForgetReport: ...
+
+    def enforce_collections(self) -> RetentionReport: ...
+
+
+def last_run(db: Database) -> datetime | None:
+    """When maintenance last completed on the store of ``db`` (by any process), if ever."""
+    value = db.get_meta(LAST_RUN_KEY)
+    return None if value is None else from_timestamp(float(value))
+
+
+def maintenance_run(
+    memory: Maintainable, unless_run_after: datetime | None = None
+) -> MaintenanceReport:
+    """One run (distill, forget, collection policies), its time recorded; the caller holds
+    the maintenance lock. A run that completed after ``unless_run_after`` means this one is
+    no longer due: StoreLockedError, as when another run holds the lock."""
+    done = last_run(memory.db)
+    if unless_run_after is not None and done is not None and done > unless_run_after:
+        raise StoreLockedError(f"maintenance already ran at {done.isoformat()} (another process)")
+    started_at = memory.clock.now()
+    started = memory.clock.monotonic()
+    distilled = memory.distill()
+    forgotten = memory.forget()
+    retained = memory.enforce_collections()
+    memory.db.set_meta(LAST_RUN_KEY, repr(to_timestamp(memory.clock.now())))
+    seconds = memory.clock.monotonic() - started
+    return MaintenanceReport(started_at, distilled, forgotten, seconds, retained)
 
 
 class Scheduler:
@@ -101,8 +146,7 @@ class Scheduler:
 
     def last_run(self) -> datetime | None:
         """When maintenance last completed on this store (by any process), if ever."""
-        value = self.memory.db.get_meta(LAST_RUN_KEY)
-        return None if value is None else from_timestamp(float(value))
+        return last_run(self.memory.db)
 
     def due(self, now: datetime | None = None) -> datetime:
         """When the next run is due: the first slot after the last run (or after this
@@ -114,10 +158,11 @@ class Scheduler:
 
     def run_pending(self) -> MaintenanceReport | None:
         """Run maintenance if it is due and no other run holds the lock."""
+        seen = self.last_run()
         if self.clock.now() < self.due():
             return None
-        try:
-            report = self.memory.maintain()
+        try:  # a run another process completes meanwhile makes this one no longer due
+            report = self.memory.maintain(unless_run_after=seen or EARLIEST)
         except StoreLockedError:
             self.skipped += 1
             return None

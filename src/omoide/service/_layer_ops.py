@@ -239,20 +239,20 @@ class LayerOperations(OperationsBase):
         self._check_document_writer(collection, metadatas, count)
         targets = _target_ids(documents, ids, writer)
         self._check_document_owners(collection, targets)  # refuse early, before embedding
-        # Embedding is the slow part: done outside the lock, so that one agent's large
-        # write does not hold every other agent's store (the store re-checks under it).
+        # Embedding is the slow part: done before the write, so that one agent's large
+        # write does not hold every other agent's (the store checks again as it writes, in
+        # its write transaction, which no other thread, process or replica interleaves).
         embedded = self.mem.semantic.embed_chunks(collection, documents)
-        with store_lock(self.mem):
-            self._check_document_owners(collection, targets)
-            stored = self.mem.semantic.store(
-                collection,
-                documents,
-                metadatas,
-                ids,
-                agent_name=writer,
-                scope=scope,
-                embedded=embedded,
-            )
+        stored = self.mem.semantic.store(
+            collection,
+            documents,
+            metadatas,
+            ids,
+            agent_name=writer,
+            scope=scope,
+            embedded=embedded,
+            guard=lambda: self._check_document_owners(collection, targets),
+        )
         return {"collection": collection, "ids": stored}
 
     def query(

@@ -121,8 +121,10 @@ _STORE_LOCKS_GUARD = threading.Lock()
 
 
 def store_lock(mem: Memory) -> threading.Lock:
-    """Serializes the ownership check of a store with its write (no other store can take the
-    same id in between)."""
+    """Serializes the ownership check of a document's deletion with the deletion, in this
+    process. (Stores check owners inside their write transaction instead, which holds across
+    replicas too. Across replicas a deletion's check and its write are apart: only an admin's
+    overwrite of the same document at that instant could slip between them.)"""
     with _STORE_LOCKS_GUARD:
         return _STORE_LOCKS.setdefault(mem, threading.Lock())
 

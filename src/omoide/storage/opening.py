@@ -9,8 +9,9 @@ instead of a lock file.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from omoide.clock import Clock
@@ -20,7 +21,14 @@ from omoide.storage.database import Database, SqliteDatabase
 from omoide.storage.lock import DirectoryLock
 from omoide.storage.postgres import PostgresDatabase, is_postgres_url
 
-__all__ = ["DATABASE_URL_ENV", "MAINTENANCE_LOCK_KEY", "maintenance_lock", "open_database"]
+__all__ = [
+    "DATABASE_URL_ENV",
+    "MAINTENANCE_LOCK_KEY",
+    "SingleRunner",
+    "check_identity",
+    "maintenance_lock",
+    "open_database",
+]
 
 #: The environment variable naming a PostgreSQL database (as ``storage.url`` does).
 DATABASE_URL_ENV = "OMOIDE_DATABASE_URL"
@@ -70,3 +78,60 @@ def maintenance_lock(db: Database, directory: Path, name: str, clock: Clock) -> 
         yield
     finally:
         lock.release()
+
+
+class SingleRunner:
+    """The lock of the jobs that must not run twice at once on one store, whichever thread,
+    process or replica starts them: maintenance and its parts (distillation, forgetting,
+    collection policies), and the recovery of an interrupted distillation. Re-entrant in the
+    thread that holds it, so :meth:`Memory.maintain` runs :meth:`Memory.distill` inside it."""
+
+    def __init__(self, db: Database, directory: Path, name: str, clock: Clock) -> None:
+        self._db, self._directory, self._name, self._clock = db, directory, name, clock
+        self._local = threading.local()
+
+    @property
+    def held_here(self) -> bool:
+        """Whether this thread holds the lock."""
+        return bool(getattr(self._local, "depth", 0))
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """Hold the lock while the block runs; held elsewhere: StoreLockedError at once."""
+        if self.held_here:
+            self._local.depth += 1
+            try:
+                yield
+            finally:
+                self._local.depth -= 1
+            return
+        with maintenance_lock(self._db, self._directory, self._name, self._clock):
+            self._local.depth = 1
+            try:
+                yield
+            finally:
+                self._local.depth = 0
+
+    @contextmanager
+    def attempt(self) -> Iterator[bool]:
+        """Hold the lock if it is free (yields True), else run the block without it (False)."""
+        with ExitStack() as stack:
+            try:
+                stack.enter_context(self.held())
+            except StoreLockedError:
+                got = False
+            else:
+                got = True
+            yield got
+
+
+def check_identity(db: Database, key: str, identity: str) -> str:
+    """Record ``identity`` under ``key`` unless one is recorded; return the recorded one. The
+    first of several processes opening a new store at once wins, in one transaction, so none
+    records its own beside another's (the caller refuses a mismatch)."""
+    with db.transaction():
+        stored = db.get_meta(key)
+        if stored is None:
+            db.set_meta(key, identity)
+            return identity
+        return stored

@@ -18,6 +18,13 @@ vector (``episodes.embedding``) and stays the truth:
 - The first search of a process brings the collection in line with the table: vectors of live
   episodes it lacks are added from SQLite (an older store, a write lost in a crash), those of
   episodes no longer live removed.
+- Replicas over one shared database see each other's marks: the mark is a counter that only
+  grows, a sync records the count it started from (:data:`SYNCED_KEY`), and every search of a
+  replica checks the two, so a write one replica could not bring to Chroma is repaired by the
+  next search of any replica, and a sync never clears a mark made while it ran. A sync reads
+  the collection before the table (a vector reaches Chroma only after its episode commits, so
+  nothing it reads is newer than the table) and checks again, just before removing a vector,
+  that its episode is still not live.
 
 Part of the episodic layer, which owns the ``episodes`` table read here.
 """
@@ -40,6 +47,7 @@ __all__ = [
     "EPISODES_COLLECTION",
     "EXACT_BELOW",
     "STALE_KEY",
+    "SYNCED_KEY",
     "ChromaVectors",
     "episode_vectors",
     "store_candidates",
@@ -49,8 +57,13 @@ __all__ = [
 EPISODES_COLLECTION = "omoide.episodes"
 #: A filter allowing at most this many episodes is searched exactly, over SQLite's vectors.
 EXACT_BELOW = 2000
-#: ``meta`` key set while the collection may lack vectors SQLite has, or hold old ones.
+#: ``meta`` key counting the times the collection was found to disagree with the table (a
+#: write Chroma could not take, a forgotten index): it may lack vectors SQLite has, or hold
+#: old ones, while this count is above :data:`SYNCED_KEY`'s. (Stores written before the
+#: count held "1" or "0", which read as the same numbers.)
 STALE_KEY = "episode_vectors_stale"
+#: ``meta`` key holding the :data:`STALE_KEY` count that the last completed sync started from.
+SYNCED_KEY = "episode_vectors_synced"
 _BATCH = 500
 
 
@@ -120,22 +133,39 @@ class ChromaVectors:
     def sync(self, db: Database, rows: EpisodicRows) -> None:
         """Bring the collection in line with the live episodes of ``db``: add the vectors it
         lacks (all of them if it was marked stale), remove those of episodes gone."""
-        stale = db.get_meta(STALE_KEY) == "1"
+        marks, synced = _counts(db)
+        stored = self.rowids()  # before the table: see the module's docstring
         live = rows.rowids_where(LIVE_SQL)
-        stored = self.rowids()
-        self.remove(stored - live)
-        missing = sorted(live if stale else live - stored)
+        gone = stored - live
+        if gone:  # not live when read; one restored since by another process keeps its vector
+            gone -= rows.matching(sorted(gone), LIVE_SQL, ())
+            self.remove(sorted(gone))
+        missing = sorted(live if marks > synced else live - stored)
         for start in range(0, len(missing), _BATCH):
             part = rows.vectors(missing[start : start + _BATCH])
             if part:
                 self.add(list(part), np.stack(list(part.values())))
-        if stale:
-            db.set_meta(STALE_KEY, "0")
+        if marks > synced:
+            with db.transaction():  # the larger count wins: a slower sync never lowers it
+                if marks > _counts(db)[1]:
+                    db.set_meta(SYNCED_KEY, str(marks))
+
+    @staticmethod
+    def is_stale(db: Database) -> bool:
+        """Whether a mark was made since the last sync started (by any process)."""
+        marks, synced = _counts(db)
+        return marks > synced
 
     @staticmethod
     def mark_stale(db: Database) -> None:
         """Record that the collection may disagree with the table (see :meth:`sync`)."""
-        db.set_meta(STALE_KEY, "1")
+        with db.transaction():
+            db.set_meta(STALE_KEY, str(_counts(db)[0] + 1))
+
+
+def _counts(db: Database) -> tuple[int, int]:
+    """The :data:`STALE_KEY` and :data:`SYNCED_KEY` counts (0 when unset)."""
+    return int(db.get_meta(STALE_KEY) or 0), int(db.get_meta(SYNCED_KEY) or 0)
 
 
 def store_candidates(

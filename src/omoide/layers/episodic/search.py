@@ -340,7 +340,8 @@ class EpisodeSearch:
         (None: all active ones), plus of the ``extra`` ones; and the vectors of all of them."""
         if self._store is not None:
             with self._index_lock:
-                if not self._store_synced:
+                # Once per process; on a shared database also after another replica's mark.
+                if not self._store_synced or (self._db.shared and self._store.is_stale(self._db)):
                     self._store.sync(self._db, self.rows)
                     self._store_synced = True
             return store_candidates(self.rows, self._store, vector, where, params, pool, extra)

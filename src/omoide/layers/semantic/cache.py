@@ -30,7 +30,7 @@ the article's home of general documents); a call may name another collection.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
@@ -60,6 +60,7 @@ class CacheStore(Protocol):
         agent_name: str = "",
         scope: str | Sequence[str] | None = None,
         expires_at: datetime | None = None,
+        guard: Callable[[], None] | None = None,
     ) -> list[str]: ...
 
     def count(self, collection: str, *, state: str = "active") -> int: ...
@@ -111,12 +112,14 @@ class InformationCache:
         metadata: Mapping[str, Any] | None = None,
         agent_name: str = "",
         scope: str | Sequence[str] | None = None,
+        guard: Callable[[], None] | None = None,
     ) -> str:
         """Cache ``content`` under ``url_or_key`` for ``ttl_days`` (> 0); return the doc id.
 
         ``source`` says where the content came from (a URL, an API name). ``metadata`` adds
         caller fields (the ``cache_key``, ``source``, ``cached_at`` and ``expires`` fields are
-        always set by the cache). Re-caching a key replaces its entry.
+        always set by the cache). Re-caching a key replaces its entry. ``guard`` is the
+        store's (a check run inside its write transaction).
         """
         key = check_text("url_or_key", url_or_key, max_chars=MAX_KEY_CHARS)
         ttl = check_number("ttl_days", ttl_days, low=0.0, high=MAX_TTL_DAYS)
@@ -141,6 +144,7 @@ class InformationCache:
             agent_name=agent_name,
             scope=scope,
             expires_at=expires,
+            guard=guard,
         )[0]
 
     def get(

@@ -163,6 +163,7 @@ class SemanticStore(DocumentQueries):
         expires_at: datetime | None = None,
         embedded: Mapping[str, np.ndarray] | None = None,
         known_scope: bool = False,
+        guard: Callable[[], None] | None = None,
     ) -> list[str]:
         """Upsert documents; return their ids (a hash of writer and content unless given).
 
@@ -176,6 +177,9 @@ class SemanticStore(DocumentQueries):
         A scope naming a team the configuration does not define is refused, unless
         ``known_scope`` says it is the scope of items already stored (overflow, distillation
         copy it; a team removed from the configuration since must not fail those).
+        ``guard`` runs inside the write transaction, before the first write: no other thread,
+        process or replica can write in between, so a check it makes (who may overwrite these
+        ids) still holds when they are written; it raises to refuse, and nothing is written.
 
         Long because validation, owner and capacity checks, supersession and the two-phase write
         (pending in SQLite, then Chroma, then settle) must happen in this order in one call.
@@ -220,6 +224,8 @@ class SemanticStore(DocumentQueries):
         vectors = self._chunk_vectors([c for p in plans for c in p[3]], embedded or {})
 
         with self._db.transaction() as conn:
+            if guard is not None:
+                guard()
             for doc_id, doc, meta, chunks, protected in plans:
                 conn.execute(
                     "INSERT INTO semantic_docs(collection, id, content, metadata, content_hash, "
