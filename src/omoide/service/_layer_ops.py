@@ -243,16 +243,17 @@ class LayerOperations(OperationsBase):
         # write does not hold every other agent's (the store checks again as it writes, in
         # its write transaction, which no other thread, process or replica interleaves).
         embedded = self.mem.semantic.embed_chunks(collection, documents)
-        stored = self.mem.semantic.store(
-            collection,
-            documents,
-            metadatas,
-            ids,
-            agent_name=writer,
-            scope=scope,
-            embedded=embedded,
-            guard=lambda: self._check_document_owners(collection, targets),
-        )
+        with store_lock(self.mem):  # one write of an id at a time here (its chunks too)
+            stored = self.mem.semantic.store(
+                collection,
+                documents,
+                metadatas,
+                ids,
+                agent_name=writer,
+                scope=scope,
+                embedded=embedded,
+                guard=lambda: self._check_document_owners(collection, targets),
+            )
         return {"collection": collection, "ids": stored}
 
     def query(

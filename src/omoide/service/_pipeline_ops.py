@@ -23,7 +23,7 @@ from omoide.ingest.indexing import ProgressCallback
 from omoide.layers.semantic.cache import cache_id
 from omoide.pipelines.forgetting import ItemNote
 from omoide.pipelines.lifecycle import LAYERS
-from omoide.service.caller import OperationsBase, json_dict, plain_name, to_json
+from omoide.service.caller import OperationsBase, json_dict, plain_name, store_lock, to_json
 from omoide.service.protocol import AuditQuery
 
 __all__ = ["OPERATOR", "PipelineOperations"]
@@ -319,17 +319,18 @@ class PipelineOperations(OperationsBase):
             if isinstance(key, str):
                 self._check_document_owners(target, [cache_id(key, writer)])
 
-        doc_id = self.mem.semantic.cache(
-            key,
-            content,
-            ttl_days,
-            source,
-            collection=target,
-            metadata=metadata,
-            agent_name=writer,
-            scope=scope,
-            guard=owners,
-        )
+        with store_lock(self.mem):  # one write of an id at a time here (its chunks too)
+            doc_id = self.mem.semantic.cache(
+                key,
+                content,
+                ttl_days,
+                source,
+                collection=target,
+                metadata=metadata,
+                agent_name=writer,
+                scope=scope,
+                guard=owners,
+            )
         return _object(self.mem.semantic.get(target, doc_id))
 
     def cached(self, key: str, *, collection: str | None = None) -> dict[str, Any]:

@@ -121,10 +121,11 @@ _STORE_LOCKS_GUARD = threading.Lock()
 
 
 def store_lock(mem: Memory) -> threading.Lock:
-    """Serializes the ownership check of a document's deletion with the deletion, in this
-    process. (Stores check owners inside their write transaction instead, which holds across
-    replicas too. Across replicas a deletion's check and its write are apart: only an admin's
-    overwrite of the same document at that instant could slip between them.)"""
+    """Serializes the writes of documents in this process: a write's chunks reach Chroma
+    after its registry row, so two writes of one id must not interleave. Owner checks run
+    inside the store's write transaction (they hold across replicas too); a deletion checks
+    under this lock. Across replicas, two writes of one id at the same instant (by its owner,
+    or an admin) can leave the earlier one's chunks until the id is written again."""
     with _STORE_LOCKS_GUARD:
         return _STORE_LOCKS.setdefault(mem, threading.Lock())
 
