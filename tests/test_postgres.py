@@ -13,6 +13,8 @@ import signal
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
@@ -32,6 +34,7 @@ from omoide.errors import (
     StoreLockedError,
 )
 from omoide.layers.episodic.chroma_vectors import ChromaVectors
+from omoide.layers.semantic import chunks as chunks_module
 from omoide.pipelines.scheduler import Scheduler
 from omoide.service.caller import Caller
 from omoide.service.local import LocalOperations
@@ -433,3 +436,38 @@ def test_an_owner_check_holds_until_the_write_across_replicas(
     with pytest.raises(AlreadyExistsError):
         cto.store("knowledge", ["cto's plan"], ids=["plan"])
     assert a.semantic.get("knowledge", "cto:plan").document == "admin's own notes"
+
+
+@pytest.mark.parametrize("meanwhile", ["rewritten", "deleted"])
+def test_a_document_written_by_two_replicas_at_once_ends_as_registered(
+    replicas: list[Memory], monkeypatch: pytest.MonkeyPatch, meanwhile: str
+) -> None:
+    """Replica B's chunks of a document reach Chroma after replica A has rewritten (or
+    deleted) it: B's record step finds the registry changed and writes the chunks again as
+    they now are (or removes its own), so Chroma ends as the registry says."""
+    a, b = replicas
+    b.semantic.store("knowledge", ["Version one: the depot opens at 8"], ids=["plan"])
+    real = chunks_module.chroma_errors
+    fired: list[str] = []
+
+    @contextmanager
+    def late(what: str) -> Iterator[None]:
+        if what == "metadatas" and not fired:  # B's chunk write, before it lands
+            fired.append(what)
+            if meanwhile == "rewritten":
+                a.semantic.store("knowledge", ["Version three: the depot opens at 7"], ids=["plan"])
+            else:
+                a.semantic.delete("knowledge", ["plan"])
+        with real(what):
+            yield
+
+    monkeypatch.setattr(chunks_module, "chroma_errors", late)
+    b.semantic.store("knowledge", ["Version two: the depot opens at 9"], ids=["plan"])
+    assert fired
+    stored = a.semantic._collection("knowledge").get(ids=["plan#0"], include=["documents"])
+    if meanwhile == "rewritten":
+        assert a.semantic.get("knowledge", "plan").document.startswith("Version three")
+        assert stored["documents"] == ["Version three: the depot opens at 7"]
+    else:
+        assert a.semantic.registry.rows("knowledge", ["plan"]) == []
+        assert stored["ids"] == []

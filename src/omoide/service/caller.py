@@ -121,11 +121,10 @@ _STORE_LOCKS_GUARD = threading.Lock()
 
 
 def store_lock(mem: Memory) -> threading.Lock:
-    """Serializes the writes of documents in this process: a write's chunks reach Chroma
-    after its registry row, so two writes of one id must not interleave. Owner checks run
-    inside the store's write transaction (they hold across replicas too); a deletion checks
-    under this lock. Across replicas, two writes of one id at the same instant (by its owner,
-    or an admin) can leave the earlier one's chunks until the id is written again."""
+    """Serializes the writes of documents in this process, and a deletion's owner check with
+    the deletion. (A store checks owners inside its write transaction, which holds across
+    replicas; writes of one id in two replicas at once end as the registry says: see
+    :mod:`omoide.layers.semantic.chunks`.)"""
     with _STORE_LOCKS_GUARD:
         return _STORE_LOCKS.setdefault(mem, threading.Lock())
 

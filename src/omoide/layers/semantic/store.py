@@ -46,9 +46,6 @@ import numpy as np
 
 from omoide.clock import Clock, to_timestamp
 from omoide.core.config import SemanticConfig
-from omoide.core.filters import (
-    reader_flags,
-)
 from omoide.core.scope import GLOBAL, normalize_scope
 from omoide.core.validation import (
     check_datetime,
@@ -64,7 +61,8 @@ from omoide.errors import (
     ValidationError,
 )
 from omoide.layers.semantic.cache import InformationCache
-from omoide.layers.semantic.counts import CHUNK_TOKENS_META, chunk_counts, recount_chunks
+from omoide.layers.semantic.chunks import LIVE_STATES, MAX_REWRITES, Plan, write_chunks
+from omoide.layers.semantic.counts import CHUNK_TOKENS_META, recount_chunks
 from omoide.layers.semantic.query import DocumentQueries
 from omoide.layers.semantic.registry import DocumentRegistry, sync_fulltext
 from omoide.providers.chunking import chunk_text
@@ -220,7 +218,7 @@ class SemanticStore(DocumentQueries):
         for doc_id, (doc, meta) in unique.items():
             chunks = self.chunk(doc)
             protected = bool(self._protection and self._protection(collection, meta))
-            plans.append((doc_id, doc, meta, chunks, protected))
+            plans.append(Plan(doc_id, doc, meta, chunks, protected))
         vectors = self._chunk_vectors([c for p in plans for c in p[3]], embedded or {})
 
         with self._db.transaction() as conn:
@@ -318,62 +316,56 @@ class SemanticStore(DocumentQueries):
         self,
         coll: Any,
         collection: str,
-        plans: Sequence[tuple[str, str, dict[str, Any], list[str], bool]],
+        plans: Sequence[Plan],
         vectors: np.ndarray,
         owner: str,
         scope: str,
         now: float,
         expires: float | None = None,
+        *,
+        rewrites: int = 0,
     ) -> None:
-        """Replace the chunks of these documents in Chroma, then mark the documents active."""
-        expiry: dict[str, Any] = {} if expires is None else {"_expiring": True, "_expires": expires}
-        chunk_ids: list[str] = []
-        chunk_docs: list[str] = []
-        chunk_metas: list[dict[str, Any]] = []
-        stale: list[str] = []
-        for doc_id, _doc, meta, chunks, _protected in plans:
-            row = self._db.query_one(
-                "SELECT chunk_count, superseded_by FROM semantic_docs WHERE collection=? AND id=?",
-                (collection, doc_id),
+        """Replace the chunks of these documents in Chroma, then mark the documents active;
+        those another write changed meanwhile are written again as they now are."""
+        written = write_chunks(
+            self._db,
+            coll,
+            collection,
+            plans,
+            vectors,
+            self.token_counter,
+            owner=owner,
+            scope=scope,
+            created=now,
+            expires=expires,
+        )
+        if written.changed and rewrites < MAX_REWRITES:  # beyond: the other writer checks too
+            self._rewrite(collection, written.changed, rewrites + 1)
+
+    def _rewrite(self, collection: str, doc_ids: Sequence[str], rewrites: int = 0) -> None:
+        """Write the chunks of these documents from their registry rows as they are now."""
+        coll = self._collection(collection)
+        for row in self._registry.rows(collection, doc_ids):
+            if row["state"] not in LIVE_STATES:
+                continue
+            chunks = self.chunk(row["content"])
+            plan = Plan(
+                row["id"],
+                row["content"],
+                json.loads(row["metadata"]),
+                chunks,
+                bool(row["protected"]),
             )
-            previous = int(row["chunk_count"]) if row is not None else 0
-            current = row is None or row["superseded_by"] is None
-            # Chroma's upsert merges metadata into an existing chunk, which would keep keys
-            # the new version no longer has: drop every earlier chunk, then write afresh.
-            stale.extend(f"{doc_id}#{i}" for i in range(previous))
-            for i, chunk in enumerate(chunks):
-                chunk_ids.append(f"{doc_id}#{i}")
-                chunk_docs.append(chunk)
-                chunk_metas.append(
-                    {
-                        **meta,
-                        **reader_flags(owner, scope),
-                        "_doc": doc_id,
-                        "_chunk": i,
-                        "_chunks": len(chunks),
-                        "_created": now,
-                        "_current": current,
-                        **expiry,
-                    }
-                )
-        with chroma_errors("metadatas"):
-            for start in range(0, len(stale), 1000):
-                coll.delete(ids=stale[start : start + 1000])
-            for start in range(0, len(chunk_ids), 1000):
-                end = start + 1000
-                coll.upsert(
-                    ids=chunk_ids[start:end],
-                    documents=chunk_docs[start:end],
-                    metadatas=chunk_metas[start:end],
-                    embeddings=vectors[start:end],
-                )
-        counts = [chunk_counts(self.token_counter, p[3]) for p in plans]
-        with self._db.transaction() as conn:
-            conn.executemany(
-                "UPDATE semantic_docs SET chunk_count=?, chunk_tokens=?, state=CASE WHEN "
-                "compressed_at IS NULL THEN 'active' ELSE 'compressed' END "
-                "WHERE collection=? AND id=?",
-                [(len(p[3]), n, collection, p[0]) for p, n in zip(plans, counts, strict=True)],
+            self._write_chunks(
+                coll,
+                collection,
+                [plan],
+                self._embedder.embed_passages(chunks),
+                row["agent_name"],
+                row["scope"],
+                float(row["created_at"]),
+                row["expires_at"],
+                rewrites=rewrites,
             )
 
     def recover(self) -> int:
@@ -406,25 +398,7 @@ class SemanticStore(DocumentQueries):
         for row in self._registry.rows(collection, doc_ids):
             state = row["state"]
             if state == "pending":
-                chunks = self.chunk(row["content"])
-                plan = (
-                    row["id"],
-                    row["content"],
-                    json.loads(row["metadata"]),
-                    chunks,
-                    bool(row["protected"]),
-                )
-                vectors = self._embedder.embed_passages(chunks)
-                self._write_chunks(
-                    coll,
-                    collection,
-                    [plan],
-                    vectors,
-                    row["agent_name"],
-                    row["scope"],
-                    float(row["created_at"]),
-                    row["expires_at"],
-                )
+                self._rewrite(collection, [row["id"]])
             elif state in ("archiving", "deleting"):
                 chunk_ids = [f"{row['id']}#{i}" for i in range(int(row["chunk_count"]))]
                 if chunk_ids:
