@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -189,6 +190,47 @@ def test_replicas_read_each_others_writes(replicas: list[Memory]) -> None:
     assert found.items and "18:00" in found.items[0].text
     ids = {e.id for e in a.episodic.recall("棚卸し", top_k=10)}
     assert {e.id for e in written_by_b} <= ids
+
+
+def test_replicas_writing_at_once_each_read_every_write(replicas: list[Memory]) -> None:
+    """Two threads per replica write episodes and documents at the same time; afterwards
+    each replica reads every write of the other, and recalls find them."""
+    a, b = replicas
+    episodes: dict[str, str] = {}
+    documents: dict[str, str] = {}
+    failures: list[BaseException] = []
+    start = threading.Barrier(4)
+
+    def write(memory: Memory, name: str) -> None:
+        try:
+            start.wait(timeout=60)
+            for i in range(8):
+                text = f"{name} moved pallet {i} to aisle {i + 3}"
+                episodes[memory.episodic.record("ops", "note", text).id] = text
+                if i % 3 == 0:
+                    doc = f"{name} note {i}: aisle {i + 3} holds pallet {i}"
+                    documents[memory.semantic.store("knowledge", [doc])[0]] = doc
+        except BaseException as exc:  # reported below
+            failures.append(exc)
+
+    threads = [
+        threading.Thread(target=write, args=(memory, f"{side}{n}"))
+        for side, memory in (("a", a), ("b", b))
+        for n in range(2)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=300)
+    assert not failures, failures
+    assert len(episodes) == 4 * 8 and len(documents) == 4 * 3
+    for memory in (a, b):
+        for episode_id, text in episodes.items():
+            assert memory.episodic.get(episode_id).description == text
+        for doc_id, doc in documents.items():
+            assert memory.semantic.get("knowledge", doc_id).document == doc
+    found = b.episodic.recall("a1 moved pallet 5", top_k=3)
+    assert any(episodes[e.id] == "a1 moved pallet 5 to aisle 8" for e in found)
 
 
 def test_maintenance_runs_once_across_replicas(replicas: list[Memory]) -> None:
