@@ -30,17 +30,26 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
 from omoide.clock import Clock, from_timestamp, to_timestamp
 from omoide.core.config import SLOTS, WorkingConfig
-from omoide.core.ids import keyed_digest
 from omoide.core.models import Message, Pin
-from omoide.core.validation import check_json_mapping, check_name, check_text, check_unit_interval
-from omoide.errors import NotFoundError, TokenBudgetError, ValidationError
+from omoide.core.validation import check_name, check_text
+from omoide.errors import NotFoundError, TokenBudgetError
+from omoide.layers.working_rules import (
+    MAX_CONTENT_CHARS,
+    TEXT_SLOTS,
+    Eviction,
+    Promoter,
+    check_max_tokens,
+    check_text_slot,
+    coerce_message,
+    scaled_budgets,
+)
 from omoide.providers.tokens import TokenCounter
 from omoide.storage import Database
 from omoide.storage.database import insert_row, insert_row_keeping_id
@@ -54,13 +63,6 @@ __all__ = [
     "session_usage",
     "sessions_present",
 ]
-
-MAX_CONTENT_CHARS = 1_000_000
-TEXT_SLOTS = ("system", "active_task", "constraints", "scratchpad")
-
-#: Called with (agent_name, session_id, message) for an important evicted message;
-#: returns the id of the episode that now holds it.
-Promoter = Callable[[str, str, Message], str]
 
 
 def session_exists(db: Database, agent_name: str, session_id: str) -> bool:
@@ -114,38 +116,6 @@ def import_session_rows(
         insert_row(conn, "working_pins", p)
 
 
-@dataclass(frozen=True)
-class Eviction:
-    """A message that left working memory, and the episode it went to (if any)."""
-
-    message: Message
-    episode_id: str | None
-
-    @property
-    def promoted(self) -> bool:
-        return self.episode_id is not None
-
-
-def scaled_budgets(config: WorkingConfig, max_tokens: int) -> dict[str, int]:
-    """Slot budgets scaled so that they sum to at most ``max_tokens``."""
-    total = sum(config.slot_budgets.values())
-    return {slot: max(1, config.slot_budgets[slot] * max_tokens // total) for slot in SLOTS}
-
-
-def promoted_episode_id(
-    agent_name: str, session_id: str, message_id: int, secret: bytes, attempt: int = 0
-) -> str:
-    """Id of the episode an evicted message becomes: deterministic, so re-evicting the same
-    message (after a crash) is idempotent, and keyed by the directory's ``secret``, so no
-    agent can compute the id of another agent's message (message ids are one sequence every
-    agent sees). ``attempt`` gives the next candidate when an id is already taken by
-    something that is not this message."""
-    parts = [agent_name, session_id, str(message_id)]
-    if attempt:
-        parts.append(str(attempt))
-    return f"wm-{keyed_digest(secret, *parts)[:24]}"
-
-
 class WorkingMemory:
     """One agent's working memory for one session; obtain it with ``Memory.working()``."""
 
@@ -181,7 +151,7 @@ class WorkingMemory:
         )
         if row is None:
             limit = max_tokens if max_tokens is not None else self._config.max_tokens
-            self.max_tokens = _check_max_tokens(limit)
+            self.max_tokens = check_max_tokens(limit)
             now = to_timestamp(self._clock.now())
             with self._db.transaction() as conn:
                 conn.execute(
@@ -192,7 +162,7 @@ class WorkingMemory:
             self._slots: dict[str, tuple[str, int]] = {}
         else:
             stored = int(row["max_tokens"])
-            if max_tokens is not None and _check_max_tokens(max_tokens) != stored:
+            if max_tokens is not None and check_max_tokens(max_tokens) != stored:
                 self._resize(stored, max_tokens)
             self.max_tokens = max_tokens if max_tokens is not None else stored
             raw = json.loads(row["slots"])
@@ -256,7 +226,7 @@ class WorkingMemory:
 
     def get_slot(self, name: str) -> str | None:
         """The text of a text slot (system, active_task, constraints, scratchpad)."""
-        _check_text_slot(name)
+        check_text_slot(name)
         with self._lock:
             entry = self._slots.get(name)
             return entry[0] if entry else None
@@ -297,7 +267,14 @@ class WorkingMemory:
         arguments override. Returns the evictions this caused: each evicted message with
         importance above the promotion threshold was recorded as an episode first.
         """
-        msg = self._coerce(message, role, importance, pinned, metadata)
+        msg = coerce_message(
+            message,
+            role=role,
+            importance=importance,
+            pinned=pinned,
+            metadata=metadata,
+            default_importance=self._config.default_importance,
+        )
         tokens = self._counter.count(msg.content)
         budget = self.budgets["recent_msgs"]
         with self._lock:
@@ -405,7 +382,7 @@ class WorkingMemory:
 
     def set_slot(self, name: str, value: str | None) -> None:
         """Set a text slot (system, active_task, constraints, scratchpad); None clears it."""
-        _check_text_slot(name)
+        check_text_slot(name)
         if value is not None:
             value = check_text(name, value, max_chars=MAX_CONTENT_CHARS, allow_empty=True)
         tokens = self._counter.count(value) if value else 0
@@ -446,52 +423,6 @@ class WorkingMemory:
             (to_timestamp(self._clock.now()), self.agent_name, self.session_id),
         )
 
-    def _coerce(
-        self,
-        message: str | Mapping[str, Any] | Message,
-        role: str | None,
-        importance: float | None,
-        pinned: bool | None,
-        metadata: Mapping[str, Any] | None,
-    ) -> Message:
-        if isinstance(message, Message):
-            base = message
-        elif isinstance(message, str):
-            base = Message(content=message, importance=self._config.default_importance)
-        elif isinstance(message, Mapping):
-            extra = {
-                k: v
-                for k, v in message.items()
-                if k not in ("content", "role", "importance", "pinned", "metadata")
-            }
-            if "content" not in message:
-                raise ValidationError("message", "a message dict needs a 'content' key")
-            base = Message(
-                content=message["content"],
-                role=message.get("role", "user"),
-                importance=message.get("importance", self._config.default_importance),
-                pinned=message.get("pinned", False),
-                metadata={**dict(message.get("metadata") or {}), **extra},
-            )
-        else:
-            raise ValidationError(
-                "message", f"expected text, a dict or a Message, got {type(message).__name__}"
-            )
-        content = check_text("message.content", base.content, max_chars=MAX_CONTENT_CHARS)
-        role_value = check_name("message.role", role if role is not None else base.role)
-        imp = check_unit_interval(
-            "message.importance", importance if importance is not None else base.importance
-        )
-        pin_flag = pinned if pinned is not None else base.pinned
-        if not isinstance(pin_flag, bool):
-            raise ValidationError("message.pinned", "expected true or false")
-        meta = check_json_mapping(
-            "message.metadata", metadata if metadata is not None else base.metadata
-        )
-        return Message(
-            content=content, role=role_value, importance=imp, pinned=pin_flag, metadata=meta
-        )
-
     # -- rendering ---------------------------------------------------------------------
 
     def build_context(self) -> str:
@@ -517,21 +448,6 @@ class WorkingMemory:
             f"WorkingMemory(agent_name={self.agent_name!r}, session_id={self.session_id!r}, "
             f"tokens={self.total_tokens()}/{self.max_tokens})"
         )
-
-
-def _check_text_slot(name: str) -> None:
-    if name not in TEXT_SLOTS:
-        raise ValidationError(
-            "name",
-            f"unknown slot {name!r}; text slots are {', '.join(TEXT_SLOTS)} "
-            "(use add_message for recent_msgs and pin for pinned)",
-        )
-
-
-def _check_max_tokens(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < len(SLOTS):
-        raise ValidationError("max_tokens", f"expected an integer >= {len(SLOTS)}, got {value!r}")
-    return value
 
 
 def _message(row: Any) -> Message:

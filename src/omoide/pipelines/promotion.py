@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from omoide.core.models import Message
 from omoide.layers.episodic.store import EpisodicStore
-from omoide.layers.working import promoted_episode_id
+from omoide.layers.working_rules import promoted_episode_id
 from omoide.storage import Database
 
 __all__ = ["PROMOTION_ATTEMPTS", "Promotion"]
