@@ -18,8 +18,14 @@ Budgets are for ``max_tokens=32000`` and scale with it. Adding a message past th
 ``recent_msgs`` budget evicts the oldest unpinned messages; an evicted message whose
 importance is above 0.7 is first recorded in the episodic store (so it is never lost), and
 every eviction is reported in the return value of :meth:`WorkingMemory.add_message`.
-Everything is written to SQLite as it changes, so a session reopened in another process
+Everything is written to the database as it changes, so a session reopened in another process
 finds the same state. Tokens are counted once, when content arrives.
+
+On a shared database (replicas over PostgreSQL) another replica may change the session at any
+time, so every change first reads the session again inside its own write transaction (writers
+are serialized there) and checks budgets against what is stored: no slot written back stale, no
+budget counted twice, no message evicted twice. A sole writer's object holds the current state
+already and reads nothing more.
 
 Owner of ``working_sessions``, ``working_messages`` and ``working_pins``: no module outside
 this one runs SQL on them (:func:`session_exists`, :func:`session_count` and
@@ -30,7 +36,8 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any
@@ -119,6 +126,13 @@ def import_session_rows(
 class WorkingMemory:
     """One agent's working memory for one session; obtain it with ``Memory.working()``."""
 
+    #: The session's token limit and the slot budgets scaled to it.
+    max_tokens: int
+    budgets: dict[str, int]
+    _slots: dict[str, tuple[str, int]]
+    _messages: list[Message]
+    _pins: dict[str, Pin]
+
     def __init__(
         self,
         db: Database,
@@ -144,73 +158,88 @@ class WorkingMemory:
     # -- state ------------------------------------------------------------------------
 
     def _load_or_create(self, max_tokens: int | None) -> None:
+        limit = None if max_tokens is None else check_max_tokens(max_tokens)
+        with self._lock:
+            with self._db.locked() as conn:
+                stored = self._reload(conn)
+            if not stored or (limit is not None and limit != self.max_tokens):
+                with self._db.transaction() as conn:
+                    if self._db.shared:  # another replica may have created or resized it
+                        stored = self._reload(conn)
+                    if not stored:
+                        self._create(conn, limit)
+                    elif limit is not None and limit != self.max_tokens:
+                        self._resize(conn, limit)
+            # A session reopened with a smaller max_tokens sheds messages now, as overflow does.
+            self.resize_evictions = self._evict_over_budget()
+
+    def _reload(self, conn: Any) -> bool:
+        """Read the session's stored state through ``conn`` (in a write transaction: the
+        state that transaction changes); False if the session is not stored."""
         key = (self.agent_name, self.session_id)
-        row = self._db.query_one(
+        row = conn.execute(
             "SELECT max_tokens, slots FROM working_sessions WHERE agent_name=? AND session_id=?",
             key,
-        )
+        ).fetchone()
         if row is None:
-            limit = max_tokens if max_tokens is not None else self._config.max_tokens
-            self.max_tokens = check_max_tokens(limit)
-            now = to_timestamp(self._clock.now())
-            with self._db.transaction() as conn:
-                conn.execute(
-                    "INSERT INTO working_sessions(agent_name, session_id, max_tokens, slots, "
-                    "created_at, updated_at) VALUES (?, ?, ?, '{}', ?, ?)",
-                    (*key, self.max_tokens, now, now),
-                )
-            self._slots: dict[str, tuple[str, int]] = {}
-        else:
-            stored = int(row["max_tokens"])
-            if max_tokens is not None and check_max_tokens(max_tokens) != stored:
-                self._resize(stored, max_tokens)
-            self.max_tokens = max_tokens if max_tokens is not None else stored
-            raw = json.loads(row["slots"])
-            self._slots = {k: (v[0], int(v[1])) for k, v in raw.items()}
+            return False
+        self.max_tokens = int(row["max_tokens"])
         self.budgets = scaled_budgets(self._config, self.max_tokens)
+        raw = json.loads(row["slots"])
+        self._slots = {k: (v[0], int(v[1])) for k, v in raw.items()}
         self._messages = [
             _message(r)
-            for r in self._db.query(
+            for r in conn.execute(
                 "SELECT * FROM working_messages WHERE agent_name=? AND session_id=? ORDER BY id",
                 key,
-            )
+            ).fetchall()
         ]
         self._pins = {
-            r["key"]: Pin(
-                r["key"],
-                r["content"],
-                r["reason"],
-                from_timestamp(r["pinned_at"]),
-                int(r["tokens"]),
-            )
-            for r in self._db.query(
+            r["key"]: _pin(r)
+            for r in conn.execute(
                 "SELECT * FROM working_pins WHERE agent_name=? AND session_id=? ORDER BY pinned_at",
                 key,
-            )
+            ).fetchall()
         }
-        # A session reopened with a smaller max_tokens sheds messages now, as overflow does.
-        self.resize_evictions = self._evict_over_budget()
+        return True
 
-    def _resize(self, old: int, new: int) -> None:
-        budgets = scaled_budgets(self._config, new)
-        # A smaller session must still hold its pins and text slots; messages are evicted below.
-        pinned = int(
-            self._db.scalar(
-                "SELECT COALESCE(SUM(tokens), 0) FROM working_pins "
-                "WHERE agent_name=? AND session_id=?",
-                (self.agent_name, self.session_id),
-            )
+    @contextmanager
+    def _writing(self) -> Iterator[Any]:
+        """A write transaction deciding on the session's current state: on a shared database
+        another replica may have changed it, so it is read again under the write lock (a sole
+        writer's objects hold the current state already). Callers hold ``self._lock``."""
+        with self._db.transaction() as conn:
+            if self._db.shared and not self._reload(conn):
+                raise NotFoundError("working session", f"{self.agent_name}/{self.session_id}")
+            yield conn
+
+    def _create(self, conn: Any, max_tokens: int | None) -> None:
+        self.max_tokens = check_max_tokens(
+            max_tokens if max_tokens is not None else self._config.max_tokens
         )
+        self.budgets = scaled_budgets(self._config, self.max_tokens)
+        self._slots, self._messages, self._pins = {}, [], {}
+        now = to_timestamp(self._clock.now())
+        conn.execute(
+            "INSERT INTO working_sessions(agent_name, session_id, max_tokens, slots, "
+            "created_at, updated_at) VALUES (?, ?, ?, '{}', ?, ?)",
+            (self.agent_name, self.session_id, self.max_tokens, now, now),
+        )
+
+    def _resize(self, conn: Any, new: int) -> None:
+        budgets = scaled_budgets(self._config, new)
+        # A smaller session must still hold its pins and text slots; messages are evicted after.
+        pinned = sum(p.tokens for p in self._pins.values())
         if pinned > budgets["pinned"]:
             raise TokenBudgetError(
                 "max_tokens",
                 f"{new} is too small for this session's pins ({pinned} tokens); unpin first",
             )
-        with self._db.transaction() as conn:
-            conn.execute(
-                "UPDATE working_sessions SET max_tokens=? WHERE agent_name=? AND session_id=?",
-                (new, self.agent_name, self.session_id),
-            )
+        conn.execute(
+            "UPDATE working_sessions SET max_tokens=? WHERE agent_name=? AND session_id=?",
+            (new, self.agent_name, self.session_id),
+        )
+        self.max_tokens, self.budgets = new, budgets
 
     @property
     def messages(self) -> list[Message]:
@@ -276,17 +305,17 @@ class WorkingMemory:
             default_importance=self._config.default_importance,
         )
         tokens = self._counter.count(msg.content)
-        budget = self.budgets["recent_msgs"]
         with self._lock:
-            pinned_tokens = sum(m.tokens for m in self._messages if m.pinned)
-            if tokens + pinned_tokens > budget:
-                raise TokenBudgetError(
-                    "message",
-                    f"{tokens} tokens do not fit the recent_msgs budget of {budget} "
-                    f"({pinned_tokens} held by pinned messages)",
-                )
             now = self._clock.now()
-            with self._db.transaction() as conn:
+            with self._writing() as conn:
+                budget = self.budgets["recent_msgs"]
+                pinned_tokens = sum(m.tokens for m in self._messages if m.pinned)
+                if tokens + pinned_tokens > budget:
+                    raise TokenBudgetError(
+                        "message",
+                        f"{tokens} tokens do not fit the recent_msgs budget of {budget} "
+                        f"({pinned_tokens} held by pinned messages)",
+                    )
                 cur = conn.execute(
                     "INSERT INTO working_messages(agent_name, session_id, role, content, "
                     "importance, pinned, tokens, metadata, created_at) "
@@ -308,23 +337,37 @@ class WorkingMemory:
             self._messages.append(replace(msg, id=message_id, tokens=tokens, created_at=now))
             return self._evict_over_budget()
 
-    def _evict_over_budget(self) -> list[Eviction]:
+    def _victim(self, everything: bool) -> Message | None:
+        """The next message to evict: the oldest unpinned one, while over budget (or, with
+        ``everything``, while there is one)."""
+        if not everything and sum(m.tokens for m in self._messages) <= self.budgets["recent_msgs"]:
+            return None
+        return next((m for m in self._messages if not m.pinned), None)
+
+    def _evict_over_budget(self, everything: bool = False) -> list[Eviction]:
+        """Evict the oldest unpinned messages while over budget (all of them with
+        ``everything``), one transaction each; return what this call evicted.
+
+        Record first, delete after: an important message becomes an episode before its row
+        goes, outside the transaction (embedding may be slow), so a crash in between leaves
+        it in place and the deterministic episode id makes the retry idempotent. Each delete
+        re-checks that the message is still the one to evict: another replica may have
+        evicted it (then the next one is chosen) or the session may fit by now.
+        """
         evictions: list[Eviction] = []
-        budget = self.budgets["recent_msgs"]
-        while sum(m.tokens for m in self._messages) > budget:
-            victim = next((m for m in self._messages if not m.pinned), None)
-            if victim is None:  # cannot happen: add_message checked pinned tokens
-                break
+        while (victim := self._victim(everything)) is not None:
             episode_id = None
             if victim.importance > self._config.promote_threshold and self._promote is not None:
-                # Record first, delete after: a crash in between leaves the message in place,
-                # and the deterministic episode id makes the retry idempotent.
                 episode_id = self._promote(self.agent_name, self.session_id, victim)
-            with self._db.transaction() as conn:
-                conn.execute("DELETE FROM working_messages WHERE id=?", (victim.id,))
-                self._touch(conn)
-            self._messages.remove(victim)
-            evictions.append(Eviction(victim, episode_id))
+            with self._writing() as conn:
+                current = self._victim(everything)
+                evicted = current is not None and current.id == victim.id
+                if evicted:
+                    conn.execute("DELETE FROM working_messages WHERE id=?", (victim.id,))
+                    self._touch(conn)
+            if evicted:
+                self._messages = [m for m in self._messages if m.id != victim.id]
+                evictions.append(Eviction(victim, episode_id))
         return evictions
 
     def pin(self, key: str, content: str, reason: str = "") -> Pin:
@@ -334,16 +377,16 @@ class WorkingMemory:
         reason = check_text("reason", reason, max_chars=10_000, allow_empty=True)
         tokens = self._counter.count(content)
         with self._lock:
-            others = sum(p.tokens for k, p in self._pins.items() if k != key)
-            budget = self.budgets["pinned"]
-            if others + tokens > budget:
-                raise TokenBudgetError(
-                    "content",
-                    f"pinning {tokens} tokens would exceed the pinned budget of {budget} "
-                    f"({others} already pinned); unpin something first",
-                )
             now = self._clock.now()
-            with self._db.transaction() as conn:
+            with self._writing() as conn:
+                others = sum(p.tokens for k, p in self._pins.items() if k != key)
+                budget = self.budgets["pinned"]
+                if others + tokens > budget:
+                    raise TokenBudgetError(
+                        "content",
+                        f"pinning {tokens} tokens would exceed the pinned budget of {budget} "
+                        f"({others} already pinned); unpin something first",
+                    )
                 conn.execute(
                     "INSERT INTO working_pins(agent_name, session_id, key, content, reason, "
                     "tokens, pinned_at) VALUES (?, ?, ?, ?, ?, ?, ?) "
@@ -370,9 +413,9 @@ class WorkingMemory:
         """Remove a pinned item and return it."""
         key = check_name("key", key)
         with self._lock:
-            if key not in self._pins:
-                raise NotFoundError("pin", key)
-            with self._db.transaction() as conn:
+            with self._writing() as conn:
+                if key not in self._pins:
+                    raise NotFoundError("pin", key)
                 conn.execute(
                     "DELETE FROM working_pins WHERE agent_name=? AND session_id=? AND key=?",
                     (self.agent_name, self.session_id, key),
@@ -386,17 +429,17 @@ class WorkingMemory:
         if value is not None:
             value = check_text(name, value, max_chars=MAX_CONTENT_CHARS, allow_empty=True)
         tokens = self._counter.count(value) if value else 0
-        if tokens > self.budgets[name]:
-            raise TokenBudgetError(
-                name, f"{tokens} tokens exceed the {name} budget of {self.budgets[name]}"
-            )
         with self._lock:
-            slots = dict(self._slots)
-            if value:
-                slots[name] = (value, tokens)
-            else:
-                slots.pop(name, None)
-            with self._db.transaction() as conn:
+            with self._writing() as conn:
+                if tokens > self.budgets[name]:
+                    raise TokenBudgetError(
+                        name, f"{tokens} tokens exceed the {name} budget of {self.budgets[name]}"
+                    )
+                slots = dict(self._slots)  # the other slots as stored: none is written back stale
+                if value:
+                    slots[name] = (value, tokens)
+                else:
+                    slots.pop(name, None)
                 conn.execute(
                     "UPDATE working_sessions SET slots=? WHERE agent_name=? AND session_id=?",
                     (json.dumps(slots, ensure_ascii=False), self.agent_name, self.session_id),
@@ -407,15 +450,10 @@ class WorkingMemory:
     def clear_messages(self) -> list[Eviction]:
         """Evict every unpinned message (important ones are promoted, as on overflow)."""
         with self._lock:
-            saved = self.budgets
-            self.budgets = {
-                **saved,
-                "recent_msgs": sum(m.tokens for m in self._messages if m.pinned),
-            }
-            try:
-                return self._evict_over_budget()
-            finally:
-                self.budgets = saved
+            if self._db.shared:  # the messages other replicas added since this was read
+                with self._db.locked() as conn:
+                    self._reload(conn)
+            return self._evict_over_budget(everything=True)
 
     def _touch(self, conn: Any) -> None:
         conn.execute(
@@ -448,6 +486,16 @@ class WorkingMemory:
             f"WorkingMemory(agent_name={self.agent_name!r}, session_id={self.session_id!r}, "
             f"tokens={self.total_tokens()}/{self.max_tokens})"
         )
+
+
+def _pin(row: Any) -> Pin:
+    return Pin(
+        row["key"],
+        row["content"],
+        row["reason"],
+        from_timestamp(row["pinned_at"]),
+        int(row["tokens"]),
+    )
 
 
 def _message(row: Any) -> Message:
