@@ -159,6 +159,7 @@ class WorkingMemory:
 
     def _load_or_create(self, max_tokens: int | None) -> None:
         limit = None if max_tokens is None else check_max_tokens(max_tokens)
+        resized = False
         with self._lock:
             with self._db.locked() as conn:
                 stored = self._reload(conn)
@@ -170,8 +171,13 @@ class WorkingMemory:
                         self._create(conn, limit)
                     elif limit is not None and limit != self.max_tokens:
                         self._resize(conn, limit)
-            # A session reopened with a smaller max_tokens sheds messages now, as overflow does.
-            self.resize_evictions = self._evict_over_budget()
+                        resized = True
+            # A session reopened with a smaller max_tokens sheds messages now, as overflow
+            # does. On a shared database only if this call resized it: an overflow seen
+            # otherwise is another replica's message on its way in, which that one evicts
+            # and reports.
+            shed = resized or not self._db.shared
+            self.resize_evictions = self._evict_over_budget() if shed else []
 
     def _reload(self, conn: Any) -> bool:
         """Read the session's stored state through ``conn`` (in a write transaction: the
