@@ -14,7 +14,7 @@ import pytest
 from conftest import LiveServer, mcp_call
 from omoide.core.ids import RESERVED_ID_PREFIXES
 from omoide.layers.semantic.store import content_id
-from omoide.layers.working import promoted_episode_id
+from omoide.layers.working_rules import promoted_episode_id
 from omoide.storage.secrets import directory_secret
 
 

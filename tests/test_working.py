@@ -10,7 +10,7 @@ import pytest
 
 from omoide import ManualClock, Memory, Message
 from omoide.errors import NotFoundError, TokenBudgetError, ValidationError
-from omoide.layers.working import scaled_budgets
+from omoide.layers.working_rules import scaled_budgets
 
 
 def test_budgets_are_the_articles_and_scale_with_max_tokens(mem: Memory) -> None:

@@ -18,8 +18,14 @@ Budgets are for ``max_tokens=32000`` and scale with it. Adding a message past th
 ``recent_msgs`` budget evicts the oldest unpinned messages; an evicted message whose
 importance is above 0.7 is first recorded in the episodic store (so it is never lost), and
 every eviction is reported in the return value of :meth:`WorkingMemory.add_message`.
-Everything is written to SQLite as it changes, so a session reopened in another process
+Everything is written to the database as it changes, so a session reopened in another process
 finds the same state. Tokens are counted once, when content arrives.
+
+On a shared database (replicas over PostgreSQL) another replica may change the session at any
+time, so every change first reads the session again inside its own write transaction (writers
+are serialized there) and checks budgets against what is stored: no slot written back stale, no
+budget counted twice, no message evicted twice. A sole writer's object holds the current state
+already and reads nothing more.
 
 Owner of ``working_sessions``, ``working_messages`` and ``working_pins``: no module outside
 this one runs SQL on them (:func:`session_exists`, :func:`session_count` and
@@ -30,17 +36,27 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
 from omoide.clock import Clock, from_timestamp, to_timestamp
 from omoide.core.config import SLOTS, WorkingConfig
-from omoide.core.ids import keyed_digest
 from omoide.core.models import Message, Pin
-from omoide.core.validation import check_json_mapping, check_name, check_text, check_unit_interval
-from omoide.errors import NotFoundError, TokenBudgetError, ValidationError
+from omoide.core.validation import check_name, check_text
+from omoide.errors import NotFoundError, TokenBudgetError
+from omoide.layers.working_rules import (
+    MAX_CONTENT_CHARS,
+    TEXT_SLOTS,
+    Eviction,
+    Promoter,
+    check_max_tokens,
+    check_text_slot,
+    coerce_message,
+    scaled_budgets,
+)
 from omoide.providers.tokens import TokenCounter
 from omoide.storage import Database
 from omoide.storage.database import insert_row, insert_row_keeping_id
@@ -54,13 +70,6 @@ __all__ = [
     "session_usage",
     "sessions_present",
 ]
-
-MAX_CONTENT_CHARS = 1_000_000
-TEXT_SLOTS = ("system", "active_task", "constraints", "scratchpad")
-
-#: Called with (agent_name, session_id, message) for an important evicted message;
-#: returns the id of the episode that now holds it.
-Promoter = Callable[[str, str, Message], str]
 
 
 def session_exists(db: Database, agent_name: str, session_id: str) -> bool:
@@ -114,40 +123,15 @@ def import_session_rows(
         insert_row(conn, "working_pins", p)
 
 
-@dataclass(frozen=True)
-class Eviction:
-    """A message that left working memory, and the episode it went to (if any)."""
-
-    message: Message
-    episode_id: str | None
-
-    @property
-    def promoted(self) -> bool:
-        return self.episode_id is not None
-
-
-def scaled_budgets(config: WorkingConfig, max_tokens: int) -> dict[str, int]:
-    """Slot budgets scaled so that they sum to at most ``max_tokens``."""
-    total = sum(config.slot_budgets.values())
-    return {slot: max(1, config.slot_budgets[slot] * max_tokens // total) for slot in SLOTS}
-
-
-def promoted_episode_id(
-    agent_name: str, session_id: str, message_id: int, secret: bytes, attempt: int = 0
-) -> str:
-    """Id of the episode an evicted message becomes: deterministic, so re-evicting the same
-    message (after a crash) is idempotent, and keyed by the directory's ``secret``, so no
-    agent can compute the id of another agent's message (message ids are one sequence every
-    agent sees). ``attempt`` gives the next candidate when an id is already taken by
-    something that is not this message."""
-    parts = [agent_name, session_id, str(message_id)]
-    if attempt:
-        parts.append(str(attempt))
-    return f"wm-{keyed_digest(secret, *parts)[:24]}"
-
-
 class WorkingMemory:
     """One agent's working memory for one session; obtain it with ``Memory.working()``."""
+
+    #: The session's token limit and the slot budgets scaled to it.
+    max_tokens: int
+    budgets: dict[str, int]
+    _slots: dict[str, tuple[str, int]]
+    _messages: list[Message]
+    _pins: dict[str, Pin]
 
     def __init__(
         self,
@@ -174,73 +158,94 @@ class WorkingMemory:
     # -- state ------------------------------------------------------------------------
 
     def _load_or_create(self, max_tokens: int | None) -> None:
+        limit = None if max_tokens is None else check_max_tokens(max_tokens)
+        resized = False
+        with self._lock:
+            with self._db.locked() as conn:
+                stored = self._reload(conn)
+            if not stored or (limit is not None and limit != self.max_tokens):
+                with self._db.transaction() as conn:
+                    if self._db.shared:  # another replica may have created or resized it
+                        stored = self._reload(conn)
+                    if not stored:
+                        self._create(conn, limit)
+                    elif limit is not None and limit != self.max_tokens:
+                        self._resize(conn, limit)
+                        resized = True
+            # A session reopened with a smaller max_tokens sheds messages now, as overflow
+            # does. On a shared database only if this call resized it: an overflow seen
+            # otherwise is another replica's message on its way in, which that one evicts
+            # and reports.
+            shed = resized or not self._db.shared
+            self.resize_evictions = self._evict_over_budget() if shed else []
+
+    def _reload(self, conn: Any) -> bool:
+        """Read the session's stored state through ``conn`` (in a write transaction: the
+        state that transaction changes); False if the session is not stored."""
         key = (self.agent_name, self.session_id)
-        row = self._db.query_one(
+        row = conn.execute(
             "SELECT max_tokens, slots FROM working_sessions WHERE agent_name=? AND session_id=?",
             key,
-        )
+        ).fetchone()
         if row is None:
-            limit = max_tokens if max_tokens is not None else self._config.max_tokens
-            self.max_tokens = _check_max_tokens(limit)
-            now = to_timestamp(self._clock.now())
-            with self._db.transaction() as conn:
-                conn.execute(
-                    "INSERT INTO working_sessions(agent_name, session_id, max_tokens, slots, "
-                    "created_at, updated_at) VALUES (?, ?, ?, '{}', ?, ?)",
-                    (*key, self.max_tokens, now, now),
-                )
-            self._slots: dict[str, tuple[str, int]] = {}
-        else:
-            stored = int(row["max_tokens"])
-            if max_tokens is not None and _check_max_tokens(max_tokens) != stored:
-                self._resize(stored, max_tokens)
-            self.max_tokens = max_tokens if max_tokens is not None else stored
-            raw = json.loads(row["slots"])
-            self._slots = {k: (v[0], int(v[1])) for k, v in raw.items()}
+            return False
+        self.max_tokens = int(row["max_tokens"])
         self.budgets = scaled_budgets(self._config, self.max_tokens)
+        raw = json.loads(row["slots"])
+        self._slots = {k: (v[0], int(v[1])) for k, v in raw.items()}
         self._messages = [
             _message(r)
-            for r in self._db.query(
+            for r in conn.execute(
                 "SELECT * FROM working_messages WHERE agent_name=? AND session_id=? ORDER BY id",
                 key,
-            )
+            ).fetchall()
         ]
         self._pins = {
-            r["key"]: Pin(
-                r["key"],
-                r["content"],
-                r["reason"],
-                from_timestamp(r["pinned_at"]),
-                int(r["tokens"]),
-            )
-            for r in self._db.query(
+            r["key"]: _pin(r)
+            for r in conn.execute(
                 "SELECT * FROM working_pins WHERE agent_name=? AND session_id=? ORDER BY pinned_at",
                 key,
-            )
+            ).fetchall()
         }
-        # A session reopened with a smaller max_tokens sheds messages now, as overflow does.
-        self.resize_evictions = self._evict_over_budget()
+        return True
 
-    def _resize(self, old: int, new: int) -> None:
-        budgets = scaled_budgets(self._config, new)
-        # A smaller session must still hold its pins and text slots; messages are evicted below.
-        pinned = int(
-            self._db.scalar(
-                "SELECT COALESCE(SUM(tokens), 0) FROM working_pins "
-                "WHERE agent_name=? AND session_id=?",
-                (self.agent_name, self.session_id),
-            )
+    @contextmanager
+    def _writing(self) -> Iterator[Any]:
+        """A write transaction deciding on the session's current state: on a shared database
+        another replica may have changed it, so it is read again under the write lock (a sole
+        writer's objects hold the current state already). Callers hold ``self._lock``."""
+        with self._db.transaction() as conn:
+            if self._db.shared and not self._reload(conn):
+                raise NotFoundError("working session", f"{self.agent_name}/{self.session_id}")
+            yield conn
+
+    def _create(self, conn: Any, max_tokens: int | None) -> None:
+        self.max_tokens = check_max_tokens(
+            max_tokens if max_tokens is not None else self._config.max_tokens
         )
+        self.budgets = scaled_budgets(self._config, self.max_tokens)
+        self._slots, self._messages, self._pins = {}, [], {}
+        now = to_timestamp(self._clock.now())
+        conn.execute(
+            "INSERT INTO working_sessions(agent_name, session_id, max_tokens, slots, "
+            "created_at, updated_at) VALUES (?, ?, ?, '{}', ?, ?)",
+            (self.agent_name, self.session_id, self.max_tokens, now, now),
+        )
+
+    def _resize(self, conn: Any, new: int) -> None:
+        budgets = scaled_budgets(self._config, new)
+        # A smaller session must still hold its pins and text slots; messages are evicted after.
+        pinned = sum(p.tokens for p in self._pins.values())
         if pinned > budgets["pinned"]:
             raise TokenBudgetError(
                 "max_tokens",
                 f"{new} is too small for this session's pins ({pinned} tokens); unpin first",
             )
-        with self._db.transaction() as conn:
-            conn.execute(
-                "UPDATE working_sessions SET max_tokens=? WHERE agent_name=? AND session_id=?",
-                (new, self.agent_name, self.session_id),
-            )
+        conn.execute(
+            "UPDATE working_sessions SET max_tokens=? WHERE agent_name=? AND session_id=?",
+            (new, self.agent_name, self.session_id),
+        )
+        self.max_tokens, self.budgets = new, budgets
 
     @property
     def messages(self) -> list[Message]:
@@ -256,7 +261,7 @@ class WorkingMemory:
 
     def get_slot(self, name: str) -> str | None:
         """The text of a text slot (system, active_task, constraints, scratchpad)."""
-        _check_text_slot(name)
+        check_text_slot(name)
         with self._lock:
             entry = self._slots.get(name)
             return entry[0] if entry else None
@@ -297,19 +302,26 @@ class WorkingMemory:
         arguments override. Returns the evictions this caused: each evicted message with
         importance above the promotion threshold was recorded as an episode first.
         """
-        msg = self._coerce(message, role, importance, pinned, metadata)
+        msg = coerce_message(
+            message,
+            role=role,
+            importance=importance,
+            pinned=pinned,
+            metadata=metadata,
+            default_importance=self._config.default_importance,
+        )
         tokens = self._counter.count(msg.content)
-        budget = self.budgets["recent_msgs"]
         with self._lock:
-            pinned_tokens = sum(m.tokens for m in self._messages if m.pinned)
-            if tokens + pinned_tokens > budget:
-                raise TokenBudgetError(
-                    "message",
-                    f"{tokens} tokens do not fit the recent_msgs budget of {budget} "
-                    f"({pinned_tokens} held by pinned messages)",
-                )
             now = self._clock.now()
-            with self._db.transaction() as conn:
+            with self._writing() as conn:
+                budget = self.budgets["recent_msgs"]
+                pinned_tokens = sum(m.tokens for m in self._messages if m.pinned)
+                if tokens + pinned_tokens > budget:
+                    raise TokenBudgetError(
+                        "message",
+                        f"{tokens} tokens do not fit the recent_msgs budget of {budget} "
+                        f"({pinned_tokens} held by pinned messages)",
+                    )
                 cur = conn.execute(
                     "INSERT INTO working_messages(agent_name, session_id, role, content, "
                     "importance, pinned, tokens, metadata, created_at) "
@@ -331,23 +343,37 @@ class WorkingMemory:
             self._messages.append(replace(msg, id=message_id, tokens=tokens, created_at=now))
             return self._evict_over_budget()
 
-    def _evict_over_budget(self) -> list[Eviction]:
+    def _victim(self, everything: bool) -> Message | None:
+        """The next message to evict: the oldest unpinned one, while over budget (or, with
+        ``everything``, while there is one)."""
+        if not everything and sum(m.tokens for m in self._messages) <= self.budgets["recent_msgs"]:
+            return None
+        return next((m for m in self._messages if not m.pinned), None)
+
+    def _evict_over_budget(self, everything: bool = False) -> list[Eviction]:
+        """Evict the oldest unpinned messages while over budget (all of them with
+        ``everything``), one transaction each; return what this call evicted.
+
+        Record first, delete after: an important message becomes an episode before its row
+        goes, outside the transaction (embedding may be slow), so a crash in between leaves
+        it in place and the deterministic episode id makes the retry idempotent. Each delete
+        re-checks that the message is still the one to evict: another replica may have
+        evicted it (then the next one is chosen) or the session may fit by now.
+        """
         evictions: list[Eviction] = []
-        budget = self.budgets["recent_msgs"]
-        while sum(m.tokens for m in self._messages) > budget:
-            victim = next((m for m in self._messages if not m.pinned), None)
-            if victim is None:  # cannot happen: add_message checked pinned tokens
-                break
+        while (victim := self._victim(everything)) is not None:
             episode_id = None
             if victim.importance > self._config.promote_threshold and self._promote is not None:
-                # Record first, delete after: a crash in between leaves the message in place,
-                # and the deterministic episode id makes the retry idempotent.
                 episode_id = self._promote(self.agent_name, self.session_id, victim)
-            with self._db.transaction() as conn:
-                conn.execute("DELETE FROM working_messages WHERE id=?", (victim.id,))
-                self._touch(conn)
-            self._messages.remove(victim)
-            evictions.append(Eviction(victim, episode_id))
+            with self._writing() as conn:
+                current = self._victim(everything)
+                evicted = current is not None and current.id == victim.id
+                if evicted:
+                    conn.execute("DELETE FROM working_messages WHERE id=?", (victim.id,))
+                    self._touch(conn)
+            if evicted:
+                self._messages = [m for m in self._messages if m.id != victim.id]
+                evictions.append(Eviction(victim, episode_id))
         return evictions
 
     def pin(self, key: str, content: str, reason: str = "") -> Pin:
@@ -357,16 +383,16 @@ class WorkingMemory:
         reason = check_text("reason", reason, max_chars=10_000, allow_empty=True)
         tokens = self._counter.count(content)
         with self._lock:
-            others = sum(p.tokens for k, p in self._pins.items() if k != key)
-            budget = self.budgets["pinned"]
-            if others + tokens > budget:
-                raise TokenBudgetError(
-                    "content",
-                    f"pinning {tokens} tokens would exceed the pinned budget of {budget} "
-                    f"({others} already pinned); unpin something first",
-                )
             now = self._clock.now()
-            with self._db.transaction() as conn:
+            with self._writing() as conn:
+                others = sum(p.tokens for k, p in self._pins.items() if k != key)
+                budget = self.budgets["pinned"]
+                if others + tokens > budget:
+                    raise TokenBudgetError(
+                        "content",
+                        f"pinning {tokens} tokens would exceed the pinned budget of {budget} "
+                        f"({others} already pinned); unpin something first",
+                    )
                 conn.execute(
                     "INSERT INTO working_pins(agent_name, session_id, key, content, reason, "
                     "tokens, pinned_at) VALUES (?, ?, ?, ?, ?, ?, ?) "
@@ -393,9 +419,9 @@ class WorkingMemory:
         """Remove a pinned item and return it."""
         key = check_name("key", key)
         with self._lock:
-            if key not in self._pins:
-                raise NotFoundError("pin", key)
-            with self._db.transaction() as conn:
+            with self._writing() as conn:
+                if key not in self._pins:
+                    raise NotFoundError("pin", key)
                 conn.execute(
                     "DELETE FROM working_pins WHERE agent_name=? AND session_id=? AND key=?",
                     (self.agent_name, self.session_id, key),
@@ -405,21 +431,21 @@ class WorkingMemory:
 
     def set_slot(self, name: str, value: str | None) -> None:
         """Set a text slot (system, active_task, constraints, scratchpad); None clears it."""
-        _check_text_slot(name)
+        check_text_slot(name)
         if value is not None:
             value = check_text(name, value, max_chars=MAX_CONTENT_CHARS, allow_empty=True)
         tokens = self._counter.count(value) if value else 0
-        if tokens > self.budgets[name]:
-            raise TokenBudgetError(
-                name, f"{tokens} tokens exceed the {name} budget of {self.budgets[name]}"
-            )
         with self._lock:
-            slots = dict(self._slots)
-            if value:
-                slots[name] = (value, tokens)
-            else:
-                slots.pop(name, None)
-            with self._db.transaction() as conn:
+            with self._writing() as conn:
+                if tokens > self.budgets[name]:
+                    raise TokenBudgetError(
+                        name, f"{tokens} tokens exceed the {name} budget of {self.budgets[name]}"
+                    )
+                slots = dict(self._slots)  # the other slots as stored: none is written back stale
+                if value:
+                    slots[name] = (value, tokens)
+                else:
+                    slots.pop(name, None)
                 conn.execute(
                     "UPDATE working_sessions SET slots=? WHERE agent_name=? AND session_id=?",
                     (json.dumps(slots, ensure_ascii=False), self.agent_name, self.session_id),
@@ -430,66 +456,15 @@ class WorkingMemory:
     def clear_messages(self) -> list[Eviction]:
         """Evict every unpinned message (important ones are promoted, as on overflow)."""
         with self._lock:
-            saved = self.budgets
-            self.budgets = {
-                **saved,
-                "recent_msgs": sum(m.tokens for m in self._messages if m.pinned),
-            }
-            try:
-                return self._evict_over_budget()
-            finally:
-                self.budgets = saved
+            if self._db.shared:  # the messages other replicas added since this was read
+                with self._db.locked() as conn:
+                    self._reload(conn)
+            return self._evict_over_budget(everything=True)
 
     def _touch(self, conn: Any) -> None:
         conn.execute(
             "UPDATE working_sessions SET updated_at=? WHERE agent_name=? AND session_id=?",
             (to_timestamp(self._clock.now()), self.agent_name, self.session_id),
-        )
-
-    def _coerce(
-        self,
-        message: str | Mapping[str, Any] | Message,
-        role: str | None,
-        importance: float | None,
-        pinned: bool | None,
-        metadata: Mapping[str, Any] | None,
-    ) -> Message:
-        if isinstance(message, Message):
-            base = message
-        elif isinstance(message, str):
-            base = Message(content=message, importance=self._config.default_importance)
-        elif isinstance(message, Mapping):
-            extra = {
-                k: v
-                for k, v in message.items()
-                if k not in ("content", "role", "importance", "pinned", "metadata")
-            }
-            if "content" not in message:
-                raise ValidationError("message", "a message dict needs a 'content' key")
-            base = Message(
-                content=message["content"],
-                role=message.get("role", "user"),
-                importance=message.get("importance", self._config.default_importance),
-                pinned=message.get("pinned", False),
-                metadata={**dict(message.get("metadata") or {}), **extra},
-            )
-        else:
-            raise ValidationError(
-                "message", f"expected text, a dict or a Message, got {type(message).__name__}"
-            )
-        content = check_text("message.content", base.content, max_chars=MAX_CONTENT_CHARS)
-        role_value = check_name("message.role", role if role is not None else base.role)
-        imp = check_unit_interval(
-            "message.importance", importance if importance is not None else base.importance
-        )
-        pin_flag = pinned if pinned is not None else base.pinned
-        if not isinstance(pin_flag, bool):
-            raise ValidationError("message.pinned", "expected true or false")
-        meta = check_json_mapping(
-            "message.metadata", metadata if metadata is not None else base.metadata
-        )
-        return Message(
-            content=content, role=role_value, importance=imp, pinned=pin_flag, metadata=meta
         )
 
     # -- rendering ---------------------------------------------------------------------
@@ -519,19 +494,14 @@ class WorkingMemory:
         )
 
 
-def _check_text_slot(name: str) -> None:
-    if name not in TEXT_SLOTS:
-        raise ValidationError(
-            "name",
-            f"unknown slot {name!r}; text slots are {', '.join(TEXT_SLOTS)} "
-            "(use add_message for recent_msgs and pin for pinned)",
-        )
-
-
-def _check_max_tokens(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < len(SLOTS):
-        raise ValidationError("max_tokens", f"expected an integer >= {len(SLOTS)}, got {value!r}")
-    return value
+def _pin(row: Any) -> Pin:
+    return Pin(
+        row["key"],
+        row["content"],
+        row["reason"],
+        from_timestamp(row["pinned_at"]),
+        int(row["tokens"]),
+    )
 
 
 def _message(row: Any) -> Message:
