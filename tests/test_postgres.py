@@ -21,10 +21,12 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import httpx
 import psycopg
 import pytest
 
 from chroma_server import ChromaServer, new_prefix
+from conftest import run_uvicorn
 from omoide import Config, ManualClock, Memory
 from omoide.errors import (
     AlreadyExistsError,
@@ -37,7 +39,9 @@ from omoide.errors import (
 from omoide.layers.episodic.chroma_vectors import ChromaVectors
 from omoide.layers.semantic import chunks as chunks_module
 from omoide.pipelines.scheduler import Scheduler
+from omoide.server.rest import create_app
 from omoide.service.caller import Caller
+from omoide.service.keys import KeyStore
 from omoide.service.local import LocalOperations
 from omoide.service.transfer import export_jsonl, import_jsonl
 from omoide.storage.opening import maintenance_lock
@@ -513,3 +517,37 @@ def test_a_document_written_by_two_replicas_at_once_ends_as_registered(
     else:
         assert a.semantic.registry.rows("knowledge", ["plan"]) == []
         assert stored["ids"] == []
+
+
+def test_any_replica_answers_an_mcp_client_of_another(replicas: list[Memory]) -> None:
+    """Over a shared database the MCP endpoint keeps no session: a client that initialized
+    with replica A is answered by replica B (a load balancer needs no sticky routing)."""
+    a, b = replicas
+    key = KeyStore(a.db, clock=a.clock).add("cto")[1]
+    headers = {
+        "Authorization": f"Bearer {key}",
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+        "mcp-protocol-version": "2025-06-18",
+    }
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {}}
+    hello["clientInfo"] = {"name": "test", "version": "1"}
+    with run_uvicorn(create_app(a)) as url_a, run_uvicorn(create_app(b)) as url_b:
+        first = httpx.post(
+            f"{url_a}/mcp",
+            headers=headers,
+            json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello},
+        )
+        assert first.status_code == 200 and '"capabilities"' in first.text
+        session = first.headers.get("mcp-session-id")
+        more = dict(headers, **({"mcp-session-id": session} if session else {}))
+        call = {"name": "remember", "arguments": {"event_type": "note"}}
+        call["arguments"]["description"] = "Replica B took this call"
+        second = httpx.post(
+            f"{url_b}/mcp",
+            headers=more,
+            json={"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call},
+        )
+    assert second.status_code == 200, second.text
+    assert '"isError":false' in second.text.replace(" ", "")
+    assert a.episodic.count_holding("Replica B took this call", limit=5) == 1

@@ -236,8 +236,12 @@ def mcp_route(server: MCPServer, mem: Memory, *, host: str, path: str = "/mcp") 
     """The streamable HTTP endpoint of ``server`` behind API-key authentication.
 
     The server's session manager must run while the route serves (see :func:`create_mcp_app`).
+    Over a shared database (replicas) the endpoint keeps no session between requests, so any
+    replica answers any request of a client: omoide's tools need no session state.
     """
-    app = server.streamable_http_app(streamable_http_path=path, host=host)
+    app = server.streamable_http_app(
+        streamable_http_path=path, host=host, stateless_http=mem.db.shared
+    )
     for route in app.routes:
         if isinstance(route, Route) and route.path == path:
             return Route(path, endpoint=KeyAuthMiddleware(route.endpoint, mem))
