@@ -30,6 +30,7 @@ from conftest import run_uvicorn
 from omoide import Config, ManualClock, Memory
 from omoide.errors import (
     AlreadyExistsError,
+    AuthenticationError,
     BackendError,
     ConfigError,
     ProtectedMemoryError,
@@ -40,6 +41,8 @@ from omoide.layers.episodic.chroma_vectors import ChromaVectors
 from omoide.layers.semantic import chunks as chunks_module
 from omoide.pipelines.scheduler import Scheduler
 from omoide.server.rest import create_app
+from omoide.server.ui import sessions as sessions_module
+from omoide.server.ui.sessions import SessionStore
 from omoide.service.caller import Caller
 from omoide.service.keys import KeyStore
 from omoide.service.local import LocalOperations
@@ -551,3 +554,31 @@ def test_any_replica_answers_an_mcp_client_of_another(replicas: list[Memory]) ->
     assert second.status_code == 200, second.text
     assert '"isError":false' in second.text.replace(" ", "")
     assert a.episodic.count_holding("Replica B took this call", limit=5) == 1
+
+
+def test_a_dashboard_session_is_known_to_every_replica(
+    replicas: list[Memory], clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Signed in on replica A, the browser is known to replica B (no sticky routing); signing
+    out on B ends it on A; the oldest sessions past the cap go first; idle ones expire."""
+    a, b = replicas
+    key = KeyStore(a.db, clock=a.clock).add("ceo")[1]
+    on_a, on_b = SessionStore(a.db, a.clock), SessionStore(b.db, b.clock)
+    token, record = on_a.sign_in(key)
+    session, seen = on_b.resolve(token)
+    assert seen.id == record.id and on_b.csrf_ok(session, session.csrf)
+    on_b.sign_out(token)
+    with pytest.raises(AuthenticationError):
+        on_a.resolve(token)
+    monkeypatch.setattr(sessions_module, "MAX_SESSIONS", 2)
+    tokens = []
+    for _ in range(3):
+        clock.advance(timedelta(minutes=1))
+        tokens.append(on_a.sign_in(key)[0])
+    assert len(on_b) == 2
+    with pytest.raises(AuthenticationError):
+        on_b.resolve(tokens[0])  # the least recently seen went
+    on_b.resolve(tokens[2])
+    clock.advance(sessions_module.IDLE + timedelta(minutes=1))
+    with pytest.raises(AuthenticationError, match="expired"):
+        on_a.resolve(tokens[2])

@@ -34,6 +34,7 @@ OWNERS: dict[str, str] = {
     "working_sessions": "layers/working",
     "working_messages": "layers/working",
     "working_pins": "layers/working",
+    "dashboard_sessions": "server/ui/sessions",
 }
 #: Modules that may name every table: the schema itself (SQLite's and PostgreSQL's).
 SCHEMA = ("storage/migrations", "storage/pg_schema")

@@ -19,6 +19,7 @@ from fastapi.testclient import TestClient
 from omoide import Config, ManualClock, Memory
 from omoide.core.settings import ServerConfig
 from omoide.server.rest import create_app
+from omoide.server.ui.sessions import SessionStore
 from omoide.service.keys import KeyStore
 
 START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
@@ -310,3 +311,16 @@ def test_an_extracted_document_links_the_episodes_it_came_from(site: Site) -> No
     page = site.signed_in("ceo").get(f"/ui/knowledge/knowledge/{doc}").text
     assert "extracted from 1 episodes" in page
     assert f"/ui/episodes/{episode}" in page
+
+
+def test_a_session_outlives_a_restart_of_the_server(site: Site) -> None:
+    """Sessions are rows of the database: a new app over the same store (a restarted server,
+    or another replica) knows the browser; signing out there ends it everywhere."""
+    client = site.signed_in("ceo")
+    cookie = client.cookies.get("omoide_session")
+    assert cookie
+    restarted = TestClient(create_app(site.mem, mcp=False), base_url="http://127.0.0.1")
+    restarted.cookies.set("omoide_session", cookie)
+    assert restarted.get("/ui", follow_redirects=False).status_code == 200
+    SessionStore(site.mem.db, site.clock).sign_out(cookie)  # type: ignore[arg-type]
+    assert client.get("/ui", follow_redirects=False).status_code == 303

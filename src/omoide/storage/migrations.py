@@ -389,6 +389,19 @@ CREATE TABLE api_keys (
 CREATE INDEX api_keys_agent ON api_keys(agent_name);
 """
 
+DASHBOARD_SESSIONS = """
+-- Signed-in sessions of the dashboard, in the database so that every replica (and a
+-- restarted server) knows them: the SHA-256 of the cookie's token, never the token itself.
+CREATE TABLE dashboard_sessions (
+    digest      TEXT PRIMARY KEY,
+    key_id      TEXT NOT NULL,
+    csrf        TEXT NOT NULL,
+    created_at  REAL NOT NULL,
+    seen_at     REAL NOT NULL
+);
+CREATE INDEX dashboard_sessions_seen ON dashboard_sessions(seen_at);
+"""
+
 SEMANTIC_FULLTEXT = """
 -- Full text of semantic documents, analysed like episodes (omoide.text.fulltext), so that a
 -- document is found by its words as well as by its meaning. The existing documents are
@@ -528,4 +541,5 @@ MIGRATIONS: list[Migration] = [
     Migration("0009_procedure_agent_figures", PROCEDURE_AGENT_FIGURES),
     Migration("0010_fulltext_in_python", FULLTEXT_IN_PYTHON),
     Migration("0011_token_counts", TOKEN_COUNTS, (EPISODE_TOKENS_REBUILD, CHUNK_TOKENS_REBUILD)),
+    Migration("0012_dashboard_sessions", DASHBOARD_SESSIONS),
 ]

@@ -516,6 +516,18 @@ CREATE TRIGGER semantic_docs_purged AFTER DELETE ON semantic_docs
     FOR EACH ROW EXECUTE FUNCTION omoide_purged('semantic');
 """
 
+_DASHBOARD_SESSIONS = """
+CREATE TABLE dashboard_sessions (
+    digest      TEXT PRIMARY KEY,
+    key_id      TEXT NOT NULL,
+    csrf        TEXT NOT NULL,
+    created_at  DOUBLE PRECISION NOT NULL,
+    seen_at     DOUBLE PRECISION NOT NULL
+);
+CREATE INDEX dashboard_sessions_seen ON dashboard_sessions(seen_at);
+"""
+
 PG_MIGRATIONS: list[Migration] = [
     ScriptMigration("pg-0001-baseline", _TABLES + _FUNCTIONS + _GUARDS),
+    ScriptMigration("pg-0004-dashboard-sessions", _DASHBOARD_SESSIONS),  # SQLite's 0012
 ]
