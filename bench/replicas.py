@@ -123,6 +123,7 @@ def rows(done: list[Configuration]) -> list[list[object]]:
                 len(r.unindexed),
                 f"{r.maintenance_runs} / {r.maintenance_refusals} / {r.maintenance_overlaps} "
                 f"({len(r.maintenance_errors)})",
+                f"{sum(end - begun for begun, end in r.maintenance_spans):.0f}",
                 f"{c.seconds:.0f}",
             ]
         )
@@ -139,6 +140,7 @@ HEADERS = [
     "writes acknowledged / lost",
     "vectors missing",
     "maintenance runs / refusals / overlaps (errors)",
+    "maintenance busy s",
     "wall s",
 ]
 
@@ -160,8 +162,9 @@ def section(done: list[Configuration], clients: int, ops: int, replicas: list[in
             "the Chroma collection (searches miss them until a resync). Maintenance: every "
             "server calls `Memory.maintain()` every 0.2 s; a refusal is an attempt made while "
             "another replica held the maintenance lock; overlaps (goal 0): runs that began "
-            "before another server's run ended, by the times each run took inside the lock. "
-            "Wall: servers' start to the check's end.",
+            "before another server's run ended, by the times each run took inside the lock; "
+            "busy: the time runs held it, summed. Ops/s: operations over the clients' wall "
+            "time (their start-up included); wall: servers' start to the check's end.",
             table(HEADERS, rows(done)),
         ]
     )
