@@ -1,13 +1,15 @@
 """Concurrency: many agent processes against one server, and processes racing for a directory.
 
 **Server.** One process owns the data directory and runs ``omoide serve`` (the REST app with
-its MCP endpoint, under uvicorn) while a maintenance thread in the same process distils and
-forgets in a loop. Client processes (half over REST, half over MCP's streamable HTTP) each
-write and read a fixed number of operations: record an episode, store a document, search
-episodes, read back what they wrote, query knowledge. Each client counts its operations, the
-errors surfaced to it (a 5xx, a transport failure, a tool error; "database is locked" counted
-apart) and its latencies, and reports every acknowledged write. When the server has stopped,
-the data directory is opened again and every acknowledged write must be there.
+its MCP endpoint, under uvicorn) while a maintenance thread in the same process runs
+``Memory.maintain()`` (distil, forget, collection policies) in a loop. Client processes (half
+over REST, half over MCP's streamable HTTP) each write and read a fixed number of operations:
+record an episode, store a document, search episodes, read back what they wrote, query
+knowledge. Each client counts its operations, the errors surfaced to it (a 5xx, a transport
+failure, a tool error; "database is locked" counted apart) and its latencies, and reports
+every acknowledged write. When the server has stopped, the data directory is opened again and
+every acknowledged write must be there, readable. :mod:`bench.replicas` runs the same server
+and clients as several replicas over PostgreSQL and a Chroma server.
 
 **Race.** Processes wait for the same instant, then all open one embedded data directory with
 no timeout: exactly one must win (it writes an episode and closes), every other one must get
@@ -55,8 +57,12 @@ def _spawn(*args: str) -> subprocess.Popen[str]:
 # -- the server process ---------------------------------------------------------------------
 
 
-def _seed_old_episodes(mem: Any, count: int = 120) -> None:
-    """Old episodes (120 to 240 days), so maintenance has clusters to distil and items to
+#: Old episodes a server writes before the clients start (see :func:`_seed_old_episodes`).
+OLD_EPISODES = 120
+
+
+def _seed_old_episodes(mem: Any, count: int = OLD_EPISODES) -> None:
+    """Old episodes (120 days and older), so maintenance has clusters to distil and items to
     forget while the clients run."""
     from datetime import timedelta
 
@@ -81,35 +87,52 @@ def _seed_old_episodes(mem: Any, count: int = 120) -> None:
     )
 
 
-def server(directory: Path, agents: int, info: Path) -> int:
-    """Own ``directory``, serve it on a free port, maintain it in a thread until SIGTERM."""
+def server(
+    directory: Path, agents: int, info: Path, *, seed: bool = True, old: int = OLD_EPISODES
+) -> int:
+    """Open ``directory`` (its ``omoide.toml`` may name a shared store), serve it on a free
+    port, and run its maintenance in a thread until SIGTERM. With ``seed``, first write
+    ``old`` old episodes for maintenance to work on, and one API key per agent (on a shared
+    store, the first replica does this for all).
+
+    The maintenance thread calls ``Memory.maintain()`` — what the scheduler of ``omoide serve``
+    calls daily — every 0.2 s: it takes the maintenance lock (a lock file, or on PostgreSQL an
+    advisory lock that one replica of many holds), so a run another replica is doing is
+    refused with StoreLockedError, counted apart from errors."""
     import socket
 
     import uvicorn
 
     from omoide import Memory
+    from omoide.errors import StoreLockedError
     from omoide.server.rest import create_app
     from omoide.service.keys import KeyStore
 
     mem = Memory(directory)
     assert mem.db is not None
-    _seed_old_episodes(mem)
-    store = KeyStore(mem.db, clock=mem.clock)
-    keys = {f"agent-{i:02d}": store.add(f"agent-{i:02d}")[1] for i in range(agents)}
+    keys: dict[str, str] = {}
+    if seed:
+        _seed_old_episodes(mem, old)
+        store = KeyStore(mem.db, clock=mem.clock)
+        keys = {f"agent-{i:02d}": store.add(f"agent-{i:02d}")[1] for i in range(agents)}
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     sock.listen(256)
     stop = threading.Event()
-    runs = {"maintenance": 0, "errors": 0}
+    runs = {"maintenance": 0, "refused": 0, "errors": 0}
     errors: list[str] = []
+    spans: list[tuple[float, float]] = []  # each run's start (epoch s) and end, in the lock
 
     def maintain() -> None:
         while not stop.is_set():
             try:
-                mem.distill()
-                mem.forget()
+                report = mem.maintain()
                 runs["maintenance"] += 1
+                begun = report.started_at.timestamp()
+                spans.append((begun, begun + report.seconds))
+            except StoreLockedError:
+                runs["refused"] += 1
             except Exception as exc:  # reported, never hidden
                 runs["errors"] += 1
                 errors.append(f"{type(exc).__name__}: {exc}")
@@ -125,7 +148,7 @@ def server(directory: Path, agents: int, info: Path) -> int:
     stop.set()
     thread.join()
     mem.close()
-    print(json.dumps({**runs, "maintenance_errors": errors[:20]}))
+    print(json.dumps({**runs, "maintenance_errors": errors[:20], "spans": spans}))
     return 0
 
 
@@ -305,15 +328,30 @@ class ConcurrencyResult:
     errors: list[str] = field(default_factory=list)
     locked_errors: int = 0
     writes: int = 0
+    episodes: list[str] = field(default_factory=list)
+    documents: list[str] = field(default_factory=list)
     lost: list[str] = field(default_factory=list)
+    unindexed: list[str] = field(default_factory=list)
     latencies: list[float] = field(default_factory=list)
     maintenance_runs: int = 0
+    maintenance_refusals: int = 0
+    maintenance_spans: list[tuple[float, float]] = field(default_factory=list)
     maintenance_errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
     race_rounds: int = 0
     race_processes: int = 0
     race_winners: list[int] = field(default_factory=list)
     race_problems: list[str] = field(default_factory=list)
+
+    @property
+    def maintenance_overlaps(self) -> int:
+        """How many maintenance runs began before an earlier one (of any server) ended: 0
+        when the maintenance lock lets one run at a time."""
+        overlaps, ended = 0, float("-inf")
+        for begun, end in sorted(self.maintenance_spans):
+            overlaps += begun < ended
+            ended = max(ended, end)
+        return overlaps
 
     @property
     def p95_ms(self) -> float:
@@ -336,75 +374,144 @@ def _json_out(process: subprocess.Popen[str], timeout: float) -> tuple[Any, str]
     return json.loads(lines[-1]), err
 
 
-def run_server(clients: int, ops: int, directory: Path, result: ConcurrencyResult) -> None:
-    """``clients`` processes (alternately REST and MCP), ``ops`` operations each."""
-    info = directory.parent / "server.json"
-    srv = _spawn("--server", str(directory), "--agents", str(clients), "--info", str(info))
-    try:
-        deadline = time.monotonic() + 300
-        while not info.exists():
-            if srv.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the server did not start: {srv.communicate()[1][-3000:]}")
-            time.sleep(0.1)
-        server_info = json.loads(info.read_text("utf-8"))
-        started = time.monotonic()
-        procs = []
-        for i, (agent, key) in enumerate(sorted(server_info["keys"].items())):
-            transport = "rest" if i % 2 == 0 else "mcp"
-            procs.append(
-                _spawn(
-                    f"--{transport}-client",
-                    server_info["url"],
-                    "--key",
-                    key,
-                    "--agent",
-                    agent,
-                    "--ops",
-                    str(ops),
-                )
-            )
-        reports = []
-        for i, proc in enumerate(procs):
-            report, err = _json_out(proc, timeout=3600)
-            if report is None:
-                result.errors.append(f"client {i} crashed: {err}")
-                continue
-            reports.append(report)
-        result.seconds = time.monotonic() - started
-    finally:
-        srv.send_signal(signal.SIGTERM)
-    summary, err = _json_out(srv, timeout=300)
-    if summary is None:
-        result.maintenance_errors.append(f"server exit: {err}")
-    else:
-        result.maintenance_runs = int(summary["maintenance"])
-        result.maintenance_errors += summary["maintenance_errors"]
-    result.clients = clients
-    result.rest_clients = (clients + 1) // 2
-    result.mcp_clients = clients // 2
-    episodes = [e for r in reports for e in r["episodes"]]
-    documents = [d for r in reports for d in r["documents"]]
+def start_server(
+    directory: Path, agents: int, *, seed: bool = True, old: int = OLD_EPISODES
+) -> subprocess.Popen[str]:
+    """A server process over ``directory`` (see :func:`server`); it writes its URL and keys
+    to :func:`info_path` once it listens."""
+    args = ["--server", str(directory), "--agents", str(agents), "--old", str(old)]
+    args += ["--info", str(info_path(directory)), *([] if seed else ["--no-seed"])]
+    return _spawn(*args)
+
+
+def info_path(directory: Path) -> Path:
+    return directory.parent / f"{directory.name}-server.json"
+
+
+def server_info(process: subprocess.Popen[str], directory: Path, timeout: float = 300) -> Any:
+    """The URL and keys the server of ``directory`` wrote once listening (waits for them)."""
+    info = info_path(directory)
+    deadline = time.monotonic() + timeout
+    while not info.exists():
+        if process.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"the server did not start: {process.communicate()[1][-3000:]}")
+        time.sleep(0.1)
+    return json.loads(info.read_text("utf-8"))
+
+
+def run_clients(
+    urls: list[str], keys: dict[str, str], ops: int, result: ConcurrencyResult
+) -> list[dict[str, Any]]:
+    """One client process per key, ``ops`` operations each, alternately REST and MCP; each
+    (REST, MCP) pair goes to the next server of ``urls`` in turn, so every server serves both
+    transports. Counts the clients and the wall time from the first start to the last exit."""
+    started = time.monotonic()
+    procs = []
+    for i, (agent, key) in enumerate(sorted(keys.items())):
+        transport = "rest" if i % 2 == 0 else "mcp"
+        url = urls[(i // 2) % len(urls)]
+        args = ["--key", key, "--agent", agent, "--ops", str(ops)]
+        procs.append(_spawn(f"--{transport}-client", url, *args))
+    reports = []
+    for i, proc in enumerate(procs):
+        report, err = _json_out(proc, timeout=3600)
+        if report is None:
+            result.errors.append(f"client {i} crashed: {err}")
+            continue
+        reports.append(report)
+    result.seconds = time.monotonic() - started
+    result.clients = len(procs)
+    result.rest_clients = (len(procs) + 1) // 2
+    result.mcp_clients = len(procs) // 2
     for report in reports:
         result.ops += report["ops"]
         result.errors += report["errors"]
         result.latencies += report["latencies"]
-    result.locked_errors = sum(LOCKED in e for e in result.errors + result.maintenance_errors)
-    result.writes = len(episodes) + len(documents)
+        result.episodes += report["episodes"]
+        result.documents += report["documents"]
+    result.writes = len(result.episodes) + len(result.documents)
+    return reports
 
-    from omoide import Memory
 
-    with Memory(directory) as mem:
+def stop_server(process: subprocess.Popen[str], result: ConcurrencyResult) -> None:
+    """SIGTERM, then add the server's maintenance runs, refusals and errors to ``result``."""
+    process.send_signal(signal.SIGTERM)
+    summary, err = _json_out(process, timeout=300)
+    if summary is None:
+        result.maintenance_errors.append(f"server exit: {err}")
+        return
+    result.maintenance_runs += int(summary["maintenance"])
+    result.maintenance_refusals += int(summary["refused"])
+    result.maintenance_errors += summary["maintenance_errors"]
+    result.maintenance_spans += [(float(a), float(b)) for a, b in summary["spans"]]
+
+
+def check_writes(directory: Path, result: ConcurrencyResult, config: Any = None) -> None:
+    """With every server stopped, open the store (``directory``, with ``config`` if given:
+    a shared one) and check each acknowledged write: an episode must be readable (``get``)
+    unless an audited deletion removed it; a document must be readable and settled (not left
+    *pending*: read before opening, since opening completes such writes). Live ones whose
+    vectors are missing from Chroma go to ``result.unindexed``: not lost, as the database
+    keeps every vector, but searches miss them until the next resync."""
+    from omoide import Config, Memory
+    from omoide.clock import SystemClock
+    from omoide.errors import NotFoundError
+    from omoide.layers.episodic.chroma_vectors import EPISODES_COLLECTION
+    from omoide.layers.episodic.rows import LIVE_SQL
+    from omoide.memory import DB_NAME
+    from omoide.storage.chroma import chroma_client, collection_name
+    from omoide.storage.opening import open_database
+
+    settings = config or Config()
+    db = open_database(directory / DB_NAME, settings.storage.url, settings, SystemClock())
+    try:
+        sql = "SELECT id FROM semantic_docs WHERE collection = 'knowledge' AND state = 'pending'"
+        pending = {r[0] for r in db.query(sql)}
+    finally:
+        db.close()
+    result.lost += [f"document {d} left pending" for d in result.documents if d in pending]
+    with Memory(directory, config=config) as mem:
         assert mem.db is not None
-        present = {r[0] for r in mem.db.query("SELECT id FROM episodes")}
-        removed = {
-            r[0] for r in mem.db.query("SELECT item_id FROM audit_log WHERE action = 'delete'")
-        }
-        docs = {
-            r[0]
-            for r in mem.db.query("SELECT id FROM semantic_docs WHERE collection = 'knowledge'")
-        }
-        result.lost += [f"episode {e}" for e in episodes if e not in present | removed]
-        result.lost += [f"document {d}" for d in documents if d not in docs | removed]
+        deleted = "SELECT item_id FROM audit_log WHERE action = 'delete'"
+        removed = {r[0] for r in mem.db.query(deleted)}
+        for episode_id in result.episodes:
+            try:
+                mem.episodic.get(episode_id)
+            except NotFoundError:
+                if episode_id not in removed:
+                    result.lost.append(f"episode {episode_id}")
+        live_docs: list[str] = []
+        for doc_id in result.documents:
+            try:
+                if mem.semantic.get("knowledge", doc_id).state == "active":
+                    live_docs.append(doc_id)
+            except NotFoundError:
+                if doc_id not in removed:
+                    result.lost.append(f"document {doc_id}")
+        client = chroma_client(mem.path, mem.config.semantic)
+        chunks = client.get_collection(collection_name(mem.config.semantic, "knowledge"))
+        wanted = [f"{d}#0" for d in live_docs]
+        found = set(chunks.get(ids=wanted, include=[])["ids"]) if wanted else set()
+        result.unindexed += [f"document {d}" for d in live_docs if f"{d}#0" not in found]
+        if mem.config.episodic.vector_store != "chroma":
+            return  # episode vectors are in the database and the process's matrix
+        rowids = dict(mem.db.query(f"SELECT id, rowid FROM episodes WHERE {LIVE_SQL}"))
+        live = {str(rowids[e]): e for e in result.episodes if e in rowids}
+        vectors = client.get_collection(collection_name(mem.config.semantic, EPISODES_COLLECTION))
+        found = set(vectors.get(ids=list(live), include=[])["ids"]) if live else set()
+        result.unindexed += [f"episode {e}" for rowid, e in live.items() if rowid not in found]
+
+
+def run_server(clients: int, ops: int, directory: Path, result: ConcurrencyResult) -> None:
+    """``clients`` processes (alternately REST and MCP), ``ops`` operations each."""
+    srv = start_server(directory, clients)
+    try:
+        info = server_info(srv, directory)
+        run_clients([info["url"]], info["keys"], ops, result)
+    finally:
+        stop_server(srv, result)
+    result.locked_errors = sum(LOCKED in e for e in result.errors + result.maintenance_errors)
+    check_writes(directory, result)
 
 
 def run_race(rounds: int, processes: int, directory: Path, result: ConcurrencyResult) -> None:
@@ -481,6 +588,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--server", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--agents", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--info", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--no-seed", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--old", type=int, default=OLD_EPISODES, help=argparse.SUPPRESS)
     parser.add_argument("--rest-client", help=argparse.SUPPRESS)
     parser.add_argument("--mcp-client", help=argparse.SUPPRESS)
     parser.add_argument("--key", help=argparse.SUPPRESS)
@@ -489,7 +598,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--at", type=float, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.server is not None:
-        return server(args.server, args.agents, args.info)
+        return server(args.server, args.agents, args.info, seed=not args.no_seed, old=args.old)
     if args.rest_client or args.mcp_client:
         client = rest_client if args.rest_client else mcp_client
         print(

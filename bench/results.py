@@ -11,9 +11,11 @@ import argparse
 import dataclasses
 import platform
 import re
+import subprocess
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -62,6 +64,17 @@ def write_section(name: str, body: str) -> Path:
     )
     RESULTS.write_text(text, encoding="utf-8")
     return RESULTS
+
+
+def terminate(process: subprocess.Popen[Any], timeout: float = 60) -> None:
+    """Stop a process a benchmark started: SIGTERM, then SIGKILL if it has not exited in
+    ``timeout`` seconds."""
+    process.terminate()
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=timeout)
 
 
 def add_setting_option(parser: argparse.ArgumentParser) -> None:

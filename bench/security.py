@@ -30,7 +30,7 @@ from typing import Any
 
 import httpx
 
-from bench.results import machine, table, write_section
+from bench.results import machine, table, terminate, write_section
 
 ROOT = Path(__file__).resolve().parent.parent
 AGENTS = ("admin", "ceo", "cto", "designer")
@@ -146,11 +146,7 @@ def running_server(directory: Path) -> Iterator[Server]:
             time.sleep(0.5)  # a benchmark, not a test: it waits for a real process
         yield server
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        terminate(process)
 
 
 def _send(tally: Tally, client: httpx.Client, method: str, path: str, **kw: Any) -> httpx.Response:

@@ -250,6 +250,29 @@ def test_maintenance_runs_once_across_replicas(replicas: list[Memory]) -> None:
     assert b.maintain().distill is not None  # free again once the run ended
 
 
+def test_a_batch_another_replica_deletes_at_once_is_still_acknowledged(
+    replicas: list[Memory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression: record_many read its episodes back after committing them, so another
+    replica's forgetting (old, unimportant episodes are deleted by ``stale_episodes``) that
+    ran in between made a committed write fail with KeyError."""
+    a, b = replicas
+    index_add = a.episodic._index_add
+
+    def then_deleted_elsewhere(rowids: Any, vectors: Any) -> None:
+        index_add(rowids, vectors)  # committed: another replica deletes it now
+        for row in b.db.query("SELECT id FROM episodes"):
+            b.episodic.delete(row[0])
+
+    monkeypatch.setattr(a.episodic, "_index_add", then_deleted_elsewhere)
+    texts = ["Reminder about the team lunch", "棚卸しの連絡"]
+    written = a.episodic.record_many(
+        [{"agent_name": "ops", "event_type": "message", "description": t} for t in texts]
+    )
+    assert [e.description for e in written] == texts
+    assert b.db.query("SELECT id FROM episodes") == []
+
+
 WRITER = textwrap.dedent(
     """
     import sys

@@ -202,13 +202,14 @@ class EpisodicStore(EpisodeSearch):
                     for row, vector in zip(fresh, vectors, strict=True)
                 ),
             )
+            # Read back in the same transaction: once it commits, another replica's (or
+            # thread's) forgetting may delete these episodes before a later read finds them.
+            stored: dict[str, Episode] = {}
+            for start in range(0, len(ids), 500):
+                part = ids[start : start + 500]
+                marks = ",".join("?" * len(part))
+                stored.update((e.id, e) for e in self.rows.fetch(f"id IN ({marks})", part))
         self._index_add(rowids, vectors)
-        stored: dict[str, Episode] = {}
-        for start in range(0, len(ids), 500):
-            part = ids[start : start + 500]
-            stored.update(
-                (e.id, e) for e in self.rows.fetch(f"id IN ({','.join('?' * len(part))})", part)
-            )
         self.enforce_capacity()
         return [stored[i] for i in ids]
 
