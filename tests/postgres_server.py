@@ -2,9 +2,11 @@
 free port of 127.0.0.1, or the server that ``OMOIDE_TEST_DATABASE_URL`` names.
 
 One server serves the whole session (``postgres_url``, started when first needed); each test
-gets a database of its own (``postgres_db_url``), dropped afterwards, so tests sharing the
-server never see each other's tables. The cluster trusts local connections (a throwaway, on
-127.0.0.1 only) and keeps PostgreSQL's durable defaults (``fsync`` on).
+gets a database of its own, dropped afterwards, so tests sharing the server never see each
+other's tables: an empty one (``postgres_db_url``), or one already migrated
+(``postgres_store_url``: a copy of a template that omoide's migrations made once). The
+cluster trusts local connections (a throwaway, on 127.0.0.1 only) and keeps PostgreSQL's
+durable defaults (``fsync`` on).
 
 The binaries are looked up on PATH, then in Debian's ``/usr/lib/postgresql/<version>/bin``.
 PostgreSQL refuses to run as root, so as root the cluster runs as the ``postgres`` user
@@ -24,6 +26,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
@@ -255,14 +258,18 @@ def postgres_url() -> Iterator[str]:
         server.stop()
 
 
-def create_database(url: str) -> str:
-    """Create a new database (``omoide_test_<8 hex digits>``) on ``url``'s server; its name."""
+def create_database(url: str, template: str | None = None) -> str:
+    """Create a new database (``omoide_test_<8 hex digits>``) on ``url``'s server, empty or
+    a copy of database ``template``; its name."""
     import psycopg
     from psycopg import sql
 
     name = f"omoide_test_{uuid.uuid4().hex[:8]}"
+    statement = sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name))
+    if template is not None:
+        statement = sql.SQL("{} TEMPLATE {}").format(statement, sql.Identifier(template))
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        conn.execute(statement)
     return name
 
 
@@ -286,3 +293,40 @@ def postgres_db_url(postgres_url: str) -> Iterator[str]:
         yield with_database(postgres_url, name)
     finally:
         drop_database(postgres_url, name)
+
+
+@pytest.fixture(scope="session")
+def postgres_template(postgres_url: str) -> Iterator[str]:
+    """The name of a database of the session's server holding omoide's schema, made once by
+    omoide's own migrations (:class:`~omoide.storage.postgres.PostgresDatabase` on an empty
+    database) and never opened again: ``postgres_store_url`` copies it."""
+    from omoide.clock import SystemClock
+    from omoide.storage.postgres import PostgresDatabase
+
+    name = create_database(postgres_url)
+    try:
+        PostgresDatabase(with_database(postgres_url, name), clock=SystemClock()).close()
+        yield name
+    finally:
+        drop_database(postgres_url, name)
+
+
+@contextmanager
+def store_database(postgres_url: str, template: str) -> Iterator[str]:
+    """The URL of a new database copied from ``template`` (``CREATE DATABASE ... TEMPLATE``),
+    dropped on exit."""
+    name = create_database(postgres_url, template)
+    try:
+        yield with_database(postgres_url, name)
+    finally:
+        drop_database(postgres_url, name)
+
+
+@pytest.fixture
+def postgres_store_url(postgres_url: str, postgres_template: str) -> Iterator[str]:
+    """The URL of a new database for this test alone, already migrated: a copy of
+    ``postgres_template``, cheaper than creating and migrating one. It is what a store
+    opened before finds; ``postgres_db_url`` (empty) is for tests of the first open and
+    of the migrations themselves. Dropped afterwards."""
+    with store_database(postgres_url, postgres_template) as url:
+        yield url
