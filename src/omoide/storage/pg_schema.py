@@ -21,8 +21,9 @@ What differs, and why:
 * ``instr()`` and ``json_extract()`` are defined as SQLite has them, for the few shared
   SQL texts that use them.
 * Never-forget and the append-only audit log are triggers raising the same
-  ``omoide-protected:`` / ``omoide-audit:`` messages; ``TRUNCATE`` of the audit log is
-  refused as well.
+  ``omoide-protected:`` / ``omoide-audit:`` messages; ``TRUNCATE`` (which fires no row
+  trigger) of the audit log is refused, and of ``episodes`` or ``semantic_docs`` while they
+  hold a protected row (``pg-0002``).
 """
 
 from __future__ import annotations
@@ -516,6 +517,30 @@ CREATE TRIGGER semantic_docs_purged AFTER DELETE ON semantic_docs
     FOR EACH ROW EXECUTE FUNCTION omoide_purged('semantic');
 """
 
+#: TRUNCATE fires no row trigger: without a statement trigger it would empty a table of
+#: never-forget rows (SQLite has no TRUNCATE; its DELETE fires the row triggers). Refused
+#: while the table holds a protected row (a purge grant names one row, for a DELETE).
+_TRUNCATE_GUARDS = r"""
+CREATE FUNCTION omoide_refuse_truncate() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    held BOOLEAN;
+BEGIN
+    EXECUTE format('SELECT EXISTS (SELECT 1 FROM %I WHERE protected = 1)', TG_TABLE_NAME)
+        INTO held;
+    IF held THEN
+        RAISE EXCEPTION USING MESSAGE = TG_ARGV[0], ERRCODE = 'integrity_constraint_violation';
+    END IF;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER episodes_protected_truncate BEFORE TRUNCATE ON episodes
+    FOR EACH STATEMENT EXECUTE FUNCTION
+    omoide_refuse_truncate('omoide-protected: a never-forget episode cannot be deleted');
+CREATE TRIGGER semantic_docs_protected_truncate BEFORE TRUNCATE ON semantic_docs
+    FOR EACH STATEMENT EXECUTE FUNCTION
+    omoide_refuse_truncate('omoide-protected: a never-forget document cannot be deleted');
+"""
+
 PG_MIGRATIONS: list[Migration] = [
     ScriptMigration("pg-0001-baseline", _TABLES + _FUNCTIONS + _GUARDS),
+    ScriptMigration("pg-0002-truncate-guards", _TRUNCATE_GUARDS),
 ]
