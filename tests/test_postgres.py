@@ -80,7 +80,11 @@ def test_migrations_are_recorded_and_run_once(postgres_db_url: str, clock: Manua
     second = PostgresDatabase(postgres_db_url, clock=clock)  # a second replica starting
     try:
         assert first.applied_migrations() == second.applied_migrations()
-        assert first.applied_migrations() == ["pg-0001-baseline", "pg-0002-truncate-guards"]
+        assert first.applied_migrations() == [
+            "pg-0001-baseline",
+            "pg-0002-truncate-guards",
+            "pg-0003-recall-log-rowid",
+        ]
         assert second.migrate(PG_MIGRATIONS) == []
         with pytest.raises(StorageError, match="newer omoide"):
             second.migrate([])  # a database ahead of this code is refused, not misread
