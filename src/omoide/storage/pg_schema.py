@@ -21,9 +21,10 @@ What differs, and why:
 * ``instr()`` and ``json_extract()`` are defined as SQLite has them, for the few shared
   SQL texts that use them.
 * Never-forget and the append-only audit log are triggers raising the same
-  ``omoide-protected:`` / ``omoide-audit:`` messages; ``TRUNCATE`` (which fires no row
-  trigger) of the audit log is refused, and of ``episodes`` or ``semantic_docs`` while they
-  hold a protected row (``pg-0002``).
+  ``omoide-protected:`` / ``omoide-audit:`` messages (:mod:`omoide.storage.pg_guards`);
+  ``TRUNCATE`` (which fires no row trigger) of the audit log is refused, and of ``episodes``
+  or ``semantic_docs`` while they hold a protected row (``pg-0002``).
+* ``recall_log`` has a ``rowid`` (``pg-0003``) as SQLite's implicit one orders it.
 """
 
 from __future__ import annotations
