@@ -11,7 +11,7 @@ import sys
 import textwrap
 import threading
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -143,6 +143,18 @@ def postgres_store(
             yield replace(config, storage=replace(config.storage, url=url))
     finally:
         server.drop(config.semantic.chroma_prefix)
+
+
+@contextmanager
+def on_engine(engine: str, base: Config, request: pytest.FixtureRequest) -> Iterator[Config]:
+    """``base`` on ``engine``: as it is (``"embedded"``), or on ``postgres_store``
+    (``"postgres"``), for fixtures that open a Memory of their own (module-scoped servers)."""
+    if engine == "embedded":
+        yield base
+        return
+    assert engine == "postgres", engine
+    with postgres_store(base, request) as config:
+        yield config
 
 
 @pytest.fixture
@@ -443,14 +455,13 @@ def live_server(
     from omoide.service.keys import KeyStore
 
     path = tmp_path_factory.mktemp("server") / "data"
-    with ExitStack() as stack:
-        config = Config(teams=TEAMS)
-        if server_engine == "postgres":
-            config = stack.enter_context(postgres_store(config, request))
+    with on_engine(server_engine, Config(teams=TEAMS), request) as config:
         memory = Memory(path, embedder=embedder, token_counter=counter, config=config)
-        stack.callback(memory.close)
-        assert memory.db is not None
-        store = KeyStore(memory.db, clock=memory.clock)
-        keys = {agent: store.add(agent, admin=agent == "admin")[1] for agent in AGENTS}
-        with run_uvicorn(create_app(memory)) as url:
-            yield LiveServer(url, memory, keys)
+        try:
+            assert memory.db is not None
+            store = KeyStore(memory.db, clock=memory.clock)
+            keys = {agent: store.add(agent, admin=agent == "admin")[1] for agent in AGENTS}
+            with run_uvicorn(create_app(memory)) as url:
+                yield LiveServer(url, memory, keys)
+        finally:
+            memory.close()
