@@ -1,5 +1,7 @@
 """Shared fixtures: a manual clock, the real embedder, a Memory in a temporary directory
-(its vectors in the directory's ChromaDB, or on a real Chroma server), and a live server."""
+(its vectors in the directory's ChromaDB, or on a real Chroma server; its relational state in
+the directory's SQLite, or in PostgreSQL), and a live server; ``both_engines`` modules run
+on both engines."""
 
 from __future__ import annotations
 
@@ -129,15 +131,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 @contextmanager
-def postgres_store(
-    base: Config, request: pytest.FixtureRequest, **episodic: Any
-) -> Iterator[Config]:
+def postgres_store(base: Config, request: pytest.FixtureRequest) -> Iterator[Config]:
     """``base`` on PostgreSQL (a new, migrated database of the session's server) and the
     session's Chroma server (collections of its own); both dropped on exit."""
     server: ChromaServer = request.getfixturevalue("chroma_server")
     postgres: str = request.getfixturevalue("postgres_url")
     template: str = request.getfixturevalue("postgres_template")
-    config = server.config(base, vector_store="chroma", **episodic)
+    config = server.config(base, vector_store="chroma")
     try:
         with store_database(postgres, template) as url:
             yield replace(config, storage=replace(config.storage, url=url))
@@ -163,11 +163,8 @@ def store_config(
 ) -> Iterator[Config]:
     """``teams_config`` on the chosen backend; a server's collections (and a PostgreSQL
     database) are dropped afterwards."""
-    if chroma_backend == "embedded":
-        yield teams_config
-        return
-    if chroma_backend == "postgres":
-        with postgres_store(teams_config, request) as config:
+    if chroma_backend != "server":
+        with on_engine(chroma_backend, teams_config, request) as config:
             yield config
         return
     server: ChromaServer = request.getfixturevalue("chroma_server")
