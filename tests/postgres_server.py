@@ -3,10 +3,11 @@ free port of 127.0.0.1, or the server that ``OMOIDE_TEST_DATABASE_URL`` names.
 
 One server serves the whole session (``postgres_url``, started when first needed); each test
 gets a database of its own, dropped afterwards, so tests sharing the server never see each
-other's tables: an empty one (``postgres_db_url``), or one already migrated
-(``postgres_store_url``: a copy of a template that omoide's migrations made once). The
-cluster trusts local connections (a throwaway, on 127.0.0.1 only) and keeps PostgreSQL's
-durable defaults (``fsync`` on).
+other's tables: an empty one (``postgres_db_url``, for tests of a first open and of the
+migrations), or one already migrated (``store_database``: a copy of ``postgres_template``,
+which omoide's own migrations made once; cheaper than migrating each). The cluster trusts
+local connections (a throwaway, on 127.0.0.1 only) and keeps PostgreSQL's durable defaults
+(``fsync`` on).
 
 The binaries are looked up on PATH, then in Debian's ``/usr/lib/postgresql/<version>/bin``.
 PostgreSQL refuses to run as root, so as root the cluster runs as the ``postgres`` user
@@ -299,7 +300,7 @@ def postgres_db_url(postgres_url: str) -> Iterator[str]:
 def postgres_template(postgres_url: str) -> Iterator[str]:
     """The name of a database of the session's server holding omoide's schema, made once by
     omoide's own migrations (:class:`~omoide.storage.postgres.PostgresDatabase` on an empty
-    database) and never opened again: ``postgres_store_url`` copies it."""
+    database) and never opened again: ``store_database`` copies it."""
     from omoide.clock import SystemClock
     from omoide.storage.postgres import PostgresDatabase
 
@@ -313,20 +314,10 @@ def postgres_template(postgres_url: str) -> Iterator[str]:
 
 @contextmanager
 def store_database(postgres_url: str, template: str) -> Iterator[str]:
-    """The URL of a new database copied from ``template`` (``CREATE DATABASE ... TEMPLATE``),
-    dropped on exit."""
+    """The URL of a new database copied from ``template`` (``CREATE DATABASE ... TEMPLATE``):
+    what a store opened before finds. Dropped on exit."""
     name = create_database(postgres_url, template)
     try:
         yield with_database(postgres_url, name)
     finally:
         drop_database(postgres_url, name)
-
-
-@pytest.fixture
-def postgres_store_url(postgres_url: str, postgres_template: str) -> Iterator[str]:
-    """The URL of a new database for this test alone, already migrated: a copy of
-    ``postgres_template``, cheaper than creating and migrating one. It is what a store
-    opened before finds; ``postgres_db_url`` (empty) is for tests of the first open and
-    of the migrations themselves. Dropped afterwards."""
-    with store_database(postgres_url, postgres_template) as url:
-        yield url
