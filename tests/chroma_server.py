@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -61,13 +61,19 @@ class ChromaServer:
     log: Path
     process: subprocess.Popen[bytes]
 
+    _client: Any = field(default=None, repr=False, compare=False)
+
     def client(self) -> Any:
+        """A client of this server, made once (each costs tens of milliseconds, loading the
+        certificates of an HTTP client that could speak TLS)."""
         import chromadb
         from chromadb.config import Settings
 
-        return chromadb.HttpClient(
-            host="127.0.0.1", port=self.port, settings=Settings(anonymized_telemetry=False)
-        )
+        if self._client is None:
+            self._client = chromadb.HttpClient(
+                host="127.0.0.1", port=self.port, settings=Settings(anonymized_telemetry=False)
+            )
+        return self._client
 
     def config(self, base: Config, prefix: str | None = None, **episodic: Any) -> Config:
         """``base`` pointed at this server, under a collection prefix of its own (a new one

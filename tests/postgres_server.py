@@ -2,9 +2,12 @@
 free port of 127.0.0.1, or the server that ``OMOIDE_TEST_DATABASE_URL`` names.
 
 One server serves the whole session (``postgres_url``, started when first needed); each test
-gets a database of its own (``postgres_db_url``), dropped afterwards, so tests sharing the
-server never see each other's tables. The cluster trusts local connections (a throwaway, on
-127.0.0.1 only) and keeps PostgreSQL's durable defaults (``fsync`` on).
+gets a database of its own, dropped afterwards, so tests sharing the server never see each
+other's tables: an empty one (``postgres_db_url``, for tests of a first open and of the
+migrations), or one already migrated (``postgres_stores``: a copy of ``postgres_template``,
+which omoide's own migrations made once; cheaper than migrating each, and made ahead). The
+cluster trusts local connections (a throwaway, on 127.0.0.1 only) and keeps PostgreSQL's
+durable defaults (``fsync`` on).
 
 The binaries are looked up on PATH, then in Debian's ``/usr/lib/postgresql/<version>/bin``.
 PostgreSQL refuses to run as root, so as root the cluster runs as the ``postgres`` user
@@ -24,6 +27,8 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
@@ -255,14 +260,18 @@ def postgres_url() -> Iterator[str]:
         server.stop()
 
 
-def create_database(url: str) -> str:
-    """Create a new database (``omoide_test_<8 hex digits>``) on ``url``'s server; its name."""
+def create_database(url: str, template: str | None = None) -> str:
+    """Create a new database (``omoide_test_<8 hex digits>``) on ``url``'s server, empty or
+    a copy of database ``template``; its name."""
     import psycopg
     from psycopg import sql
 
     name = f"omoide_test_{uuid.uuid4().hex[:8]}"
+    statement = sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name))
+    if template is not None:
+        statement = sql.SQL("{} TEMPLATE {}").format(statement, sql.Identifier(template))
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        conn.execute(statement)
     return name
 
 
@@ -286,3 +295,63 @@ def postgres_db_url(postgres_url: str) -> Iterator[str]:
         yield with_database(postgres_url, name)
     finally:
         drop_database(postgres_url, name)
+
+
+@pytest.fixture(scope="session")
+def postgres_template(postgres_url: str) -> Iterator[str]:
+    """The name of a database of the session's server holding omoide's schema, made once by
+    omoide's own migrations (:class:`~omoide.storage.postgres.PostgresDatabase` on an empty
+    database) and never opened again: ``postgres_stores`` copies it."""
+    from omoide.clock import SystemClock
+    from omoide.storage.postgres import PostgresDatabase
+
+    name = create_database(postgres_url)
+    try:
+        PostgresDatabase(with_database(postgres_url, name), clock=SystemClock()).close()
+        yield name
+    finally:
+        drop_database(postgres_url, name)
+
+
+class StoreDatabases:
+    """Copies of a template database, each for one store: the next copy is made, and used
+    ones are dropped, by a background thread while the tests run, so a test waits for
+    neither (one copy waits ready; each copy is still used once)."""
+
+    def __init__(self, url: str, template: str) -> None:
+        self.url = url
+        self.template = template
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="omoide-test-db")
+        self._next: Future[str] = self._worker.submit(create_database, url, template)
+        self._drops: list[Future[None]] = []
+
+    @contextmanager
+    def database(self) -> Iterator[str]:
+        """The URL of a fresh copy of the template, for the block alone."""
+        name = self._next.result()
+        self._next = self._worker.submit(create_database, self.url, self.template)
+        try:
+            yield with_database(self.url, name)
+        finally:
+            self._drops.append(self._worker.submit(drop_database, self.url, name))
+
+    def close(self) -> None:
+        """Drop the copy made ahead and wait for every drop (a failed one raises here)."""
+        try:
+            self._drops.append(self._worker.submit(drop_database, self.url, self._next.result()))
+            for drop in self._drops:
+                drop.result()
+        finally:
+            self._worker.shutdown(wait=True)
+
+
+@pytest.fixture(scope="session")
+def postgres_stores(postgres_url: str, postgres_template: str) -> Iterator[StoreDatabases]:
+    """Migrated databases for the session's stores: ``postgres_stores.database()`` is a new
+    copy of ``postgres_template``, what a store opened before finds (tests of a first open
+    and of the migrations take ``postgres_db_url``, an empty one)."""
+    stores = StoreDatabases(postgres_url, postgres_template)
+    try:
+        yield stores
+    finally:
+        stores.close()

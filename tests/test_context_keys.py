@@ -5,11 +5,15 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+
 from omoide import ManualClock, Memory
 from omoide.layers.episodic.context_keys import date_words, key_texts, thread_of
 from omoide.layers.episodic.rows import EpisodicRows
 from omoide.storage import SqliteDatabase
 from omoide.storage.migrations import CONTEXT_KEYS_REBUILD, MIGRATIONS
+
+pytestmark = pytest.mark.both_engines
 
 T = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
 

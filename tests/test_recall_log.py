@@ -11,6 +11,8 @@ from omoide import Config, ManualClock, Memory
 from omoide.core.config import RouterConfig
 from omoide.errors import ConfigError, NotFoundError, ValidationError
 
+pytestmark = pytest.mark.both_engines
+
 
 @pytest.fixture
 def logged(mem: Memory) -> Memory:
@@ -19,6 +21,8 @@ def logged(mem: Memory) -> Memory:
     return mem
 
 
+# SQLite's migration by name; PostgreSQL's schema has its own (tests/test_postgres.py).
+@pytest.mark.embedded_only
 def test_migration_is_recorded(mem: Memory) -> None:
     assert mem.db is not None
     assert "0003_recall_log" in mem.db.applied_migrations()

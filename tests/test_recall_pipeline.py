@@ -15,6 +15,8 @@ from omoide.core.config import RouterConfig
 from omoide.errors import UnknownCollectionError, ValidationError
 from omoide.recall.route import route
 
+pytestmark = pytest.mark.both_engines
+
 NOW = datetime(2026, 3, 18, 9, 0, tzinfo=UTC)
 
 

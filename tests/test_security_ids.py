@@ -17,6 +17,8 @@ from omoide.layers.semantic.store import content_id
 from omoide.layers.working_rules import promoted_episode_id
 from omoide.storage.secrets import directory_secret
 
+pytestmark = pytest.mark.both_engines
+
 
 def uid(prefix: str = "t") -> str:
     return f"{prefix}{uuid.uuid4().hex[:12]}"

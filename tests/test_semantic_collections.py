@@ -11,6 +11,8 @@ from chroma_server import ON_BOTH_BACKENDS
 from omoide import Config, ManualClock, Memory
 from omoide.errors import CapacityError
 
+pytestmark = pytest.mark.both_engines
+
 
 def capped(max_docs: int, name: str = "knowledge") -> Config:
     return Config.from_dict(

@@ -14,6 +14,8 @@ from omoide.layers.semantic.registry import DocumentRegistry
 from omoide.storage import SqliteDatabase
 from omoide.storage.migrations import MIGRATIONS, SEMANTIC_FULLTEXT_REBUILD
 
+pytestmark = pytest.mark.both_engines
+
 DECISIONS = {
     "budget": "SUPPORT decided that Q1 budget is a 10% cut to ads.",
     "priority": "SUPPORT decided that Q1 priority is security before performance.",

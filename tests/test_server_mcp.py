@@ -21,6 +21,8 @@ from omoide import Memory
 from omoide.server.mcp_server import create_mcp_server, local_operations
 from omoide.service.local import Caller
 
+pytestmark = pytest.mark.both_engines
+
 TOOLS = {
     "remember",
     "search_episodes",

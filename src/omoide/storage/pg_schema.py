@@ -21,8 +21,10 @@ What differs, and why:
 * ``instr()`` and ``json_extract()`` are defined as SQLite has them, for the few shared
   SQL texts that use them.
 * Never-forget and the append-only audit log are triggers raising the same
-  ``omoide-protected:`` / ``omoide-audit:`` messages; ``TRUNCATE`` of the audit log is
-  refused as well.
+  ``omoide-protected:`` / ``omoide-audit:`` messages (:mod:`omoide.storage.pg_guards`);
+  ``TRUNCATE`` (which fires no row trigger) of the audit log is refused, and of ``episodes``
+  or ``semantic_docs`` while they hold a protected row (``pg-0002``).
+* ``recall_log`` has a ``rowid`` (``pg-0003``) as SQLite's implicit one orders it.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from omoide.storage.migrations import Migration
+from omoide.storage.pg_guards import GUARDS, TRUNCATE_GUARDS
 
 __all__ = ["PG_MIGRATIONS", "ScriptMigration"]
 
@@ -409,111 +412,11 @@ CREATE TRIGGER episode_keys_fts_analyse BEFORE INSERT OR UPDATE ON episode_keys_
     FOR EACH ROW EXECUTE FUNCTION omoide_fts_keys();
 """
 
-_GUARDS = r"""
-CREATE FUNCTION omoide_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    RAISE EXCEPTION USING MESSAGE = TG_ARGV[0], ERRCODE = 'integrity_constraint_violation';
-END $$;
 
-CREATE TRIGGER audit_log_no_update BEFORE UPDATE OR DELETE ON audit_log
-    FOR EACH ROW EXECUTE FUNCTION omoide_refuse('omoide-audit: the audit log is append-only');
-CREATE TRIGGER audit_log_no_truncate BEFORE TRUNCATE ON audit_log
-    FOR EACH STATEMENT
-    EXECUTE FUNCTION omoide_refuse('omoide-audit: the audit log is append-only');
-
-CREATE FUNCTION omoide_purge_granted(p_layer TEXT, p_collection TEXT, p_item TEXT)
-    RETURNS BOOLEAN LANGUAGE sql STABLE AS $$
-    SELECT EXISTS (SELECT 1 FROM purge_grants
-                   WHERE layer = p_layer AND collection = p_collection AND item_id = p_item)
-$$;
-
-CREATE FUNCTION omoide_purge_grant_audited() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    IF NOT EXISTS (SELECT 1 FROM audit_log WHERE id = NEW.audit_id AND action = 'purge'
-                   AND layer = NEW.layer AND collection = NEW.collection
-                   AND item_id = NEW.item_id) THEN
-        RAISE EXCEPTION USING MESSAGE = 'omoide-protected: a purge needs its audit record',
-            ERRCODE = 'integrity_constraint_violation';
-    END IF;
-    RETURN NEW;
-END $$;
-CREATE TRIGGER purge_grants_audited BEFORE INSERT ON purge_grants
-    FOR EACH ROW EXECUTE FUNCTION omoide_purge_grant_audited();
-
-CREATE FUNCTION omoide_episode_guard() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    IF TG_OP = 'DELETE' THEN
-        IF OLD.protected = 1 AND NOT omoide_purge_granted('episodic', '', OLD.id) THEN
-            RAISE EXCEPTION USING
-                MESSAGE = 'omoide-protected: a never-forget episode cannot be deleted',
-                ERRCODE = 'integrity_constraint_violation';
-        END IF;
-        RETURN OLD;
-    END IF;
-    IF OLD.protected = 1 AND (
-        NEW.protected IS DISTINCT FROM 1
-        OR NEW.state IS DISTINCT FROM OLD.state
-        OR NEW.archived_at IS DISTINCT FROM OLD.archived_at
-        OR NEW.compressed_at IS DISTINCT FROM OLD.compressed_at
-        OR NEW.id IS DISTINCT FROM OLD.id
-        OR NEW.description IS DISTINCT FROM OLD.description
-        OR NEW.context IS DISTINCT FROM OLD.context
-        OR NEW.event_type IS DISTINCT FROM OLD.event_type
-        OR NEW.agent_name IS DISTINCT FROM OLD.agent_name
-        OR NEW.timestamp IS DISTINCT FROM OLD.timestamp
-        OR NEW.scope IS DISTINCT FROM OLD.scope
-        OR (OLD.outcome IS NOT NULL AND NEW.outcome IS DISTINCT FROM OLD.outcome)
-    ) THEN
-        RAISE EXCEPTION USING MESSAGE = 'omoide-protected: a never-forget episode cannot be '
-            'archived, compressed or rewritten', ERRCODE = 'integrity_constraint_violation';
-    END IF;
-    RETURN NEW;
-END $$;
-CREATE TRIGGER episodes_protected BEFORE UPDATE OR DELETE ON episodes
-    FOR EACH ROW EXECUTE FUNCTION omoide_episode_guard();
-
-CREATE FUNCTION omoide_document_guard() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    IF TG_OP = 'DELETE' THEN
-        IF OLD.protected = 1
-           AND NOT omoide_purge_granted('semantic', OLD.collection, OLD.id) THEN
-            RAISE EXCEPTION USING
-                MESSAGE = 'omoide-protected: a never-forget document cannot be deleted',
-                ERRCODE = 'integrity_constraint_violation';
-        END IF;
-        RETURN OLD;
-    END IF;
-    IF OLD.protected = 1 AND (
-        NEW.protected IS DISTINCT FROM 1
-        OR (NEW.state NOT IN ('pending', 'active')
-            AND NOT (NEW.state = 'deleting'
-                     AND omoide_purge_granted('semantic', OLD.collection, OLD.id)))
-        OR NEW.archived_at IS DISTINCT FROM OLD.archived_at
-        OR NEW.compressed_at IS DISTINCT FROM OLD.compressed_at
-        OR NEW.id IS DISTINCT FROM OLD.id
-        OR NEW.collection IS DISTINCT FROM OLD.collection
-        OR NEW.content IS DISTINCT FROM OLD.content
-    ) THEN
-        RAISE EXCEPTION USING MESSAGE = 'omoide-protected: a never-forget document cannot be '
-            'archived, compressed or rewritten', ERRCODE = 'integrity_constraint_violation';
-    END IF;
-    RETURN NEW;
-END $$;
-CREATE TRIGGER semantic_docs_protected BEFORE UPDATE OR DELETE ON semantic_docs
-    FOR EACH ROW EXECUTE FUNCTION omoide_document_guard();
-
-CREATE FUNCTION omoide_purged() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    DELETE FROM purge_grants
-        WHERE layer = TG_ARGV[0] AND collection = COALESCE(
-            CASE WHEN TG_ARGV[0] = 'semantic' THEN to_jsonb(OLD) ->> 'collection' END, '')
-        AND item_id = OLD.id;
-    RETURN OLD;
-END $$;
-CREATE TRIGGER episodes_purged AFTER DELETE ON episodes
-    FOR EACH ROW EXECUTE FUNCTION omoide_purged('episodic');
-CREATE TRIGGER semantic_docs_purged AFTER DELETE ON semantic_docs
-    FOR EACH ROW EXECUTE FUNCTION omoide_purged('semantic');
+#: The recall log's rowid, by which it orders recalls of one instant as they were logged
+#: (SQLite's implicit rowid; the baseline left it out).
+_RECALL_LOG_ROWID = """
+ALTER TABLE recall_log ADD COLUMN rowid BIGINT GENERATED BY DEFAULT AS IDENTITY;
 """
 
 _DASHBOARD_SESSIONS = """
@@ -527,7 +430,58 @@ CREATE TABLE dashboard_sessions (
 CREATE INDEX dashboard_sessions_seen ON dashboard_sessions(seen_at);
 """
 
+# omoide_bm25 with the same scores, cheaper: each matching row's tsvector is cut down to the
+# query's lexemes in C (ts_delete of every other lexeme) before it is unnested, instead of
+# unnesting every lexeme of the row and filtering them in SQL (1.9x faster on 10K rows).
+_BM25_QUERY_LEXEMES_ONLY = r"""
+CREATE OR REPLACE FUNCTION omoide_bm25(tbl TEXT, expr TEXT, weights FLOAT8[] DEFAULT '{1}')
+    RETURNS TABLE (rowid BIGINT, score FLOAT8)
+    LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    q tsquery := omoide_fts_query(expr);
+    terms TEXT[] := omoide_fts_terms(expr);
+    total BIGINT;
+    avgdl FLOAT8;
+BEGIN
+    IF q IS NULL THEN
+        RETURN;
+    END IF;
+    EXECUTE format('SELECT count(*), COALESCE(avg(ntokens), 0) FROM %I', tbl)
+        INTO total, avgdl;
+    IF avgdl <= 0 THEN
+        avgdl := 1;
+    END IF;
+    RETURN QUERY EXECUTE format($q$
+        WITH idf AS (
+            SELECT t AS lexeme,
+                   GREATEST(ln(($1 - n + 0.5) / (n + 0.5)), 1e-6) AS w
+            FROM unnest($2::text[]) AS t,
+                 LATERAL (SELECT count(*)::float8 AS n FROM %1$I x
+                          WHERE x.tsv @@ quote_literal(t)::tsquery) AS c
+        ),
+        hits AS (
+            SELECT f.rowid, f.ntokens, u.lexeme,
+                   sum(CASE w WHEN 'A' THEN $3[1] WHEN 'B' THEN COALESCE($3[2], 1)
+                              WHEN 'C' THEN COALESCE($3[3], 1) ELSE $3[1] END) AS tf
+            FROM %1$I f,
+                 LATERAL unnest(ts_delete(f.tsv, tsvector_to_array(ts_delete(f.tsv, $2))))
+                     AS u(lexeme, positions, weights),
+                 LATERAL unnest(u.weights) AS w
+            WHERE f.tsv @@ $4
+            GROUP BY f.rowid, f.ntokens, u.lexeme
+        )
+        SELECT h.rowid::bigint,
+               sum(i.w * (h.tf * 2.2) / (h.tf + 1.2 * (0.25 + 0.75 * h.ntokens / $5)))::float8
+        FROM hits h JOIN idf i ON i.lexeme = h.lexeme
+        GROUP BY h.rowid
+    $q$, tbl) USING total::float8, terms, weights, q, avgdl;
+END $$;
+"""
+
 PG_MIGRATIONS: list[Migration] = [
-    ScriptMigration("pg-0001-baseline", _TABLES + _FUNCTIONS + _GUARDS),
+    ScriptMigration("pg-0001-baseline", _TABLES + _FUNCTIONS + GUARDS),
+    ScriptMigration("pg-0002-truncate-guards", TRUNCATE_GUARDS),
+    ScriptMigration("pg-0003-recall-log-rowid", _RECALL_LOG_ROWID),
     ScriptMigration("pg-0004-dashboard-sessions", _DASHBOARD_SESSIONS),  # SQLite's 0012
+    ScriptMigration("pg-0005-bm25-query-lexemes", _BM25_QUERY_LEXEMES_ONLY),
 ]

@@ -291,11 +291,8 @@ class EpisodicRows:
         """Per agent: the active episodes ``reader`` may see and their bytes (text, JSON
         fields and vector)."""
         pred, params = reader_predicate(reader, reader_teams)
-        size = (
-            "LENGTH(CAST(description AS BLOB)) + LENGTH(CAST(COALESCE(outcome, '') AS BLOB)) "
-            "+ LENGTH(CAST(context AS BLOB)) + LENGTH(CAST(tags AS BLOB)) "
-            "+ LENGTH(CAST(refs AS BLOB)) + LENGTH(embedding)"
-        )
+        text = ("description", "COALESCE(outcome, '')", "context", "tags", "refs")
+        size = " + ".join([*map(self._db.dialect.byte_length, text), "LENGTH(embedding)"])
         rows = self._db.query(
             f"SELECT agent_name, COUNT(*), SUM({size}) FROM episodes "
             f"WHERE state='active' AND {pred} GROUP BY agent_name",

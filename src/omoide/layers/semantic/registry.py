@@ -170,9 +170,9 @@ class DocumentRegistry:
         None) and the bytes of their content and metadata."""
         pred, params = reader_predicate(reader, reader_teams)
         where, args = ("", []) if collection is None else (" AND collection=?", [collection])
+        size = " + ".join(map(self._db.dialect.byte_length, ("content", "metadata")))
         rows = self._db.query(
-            "SELECT agent_name, COUNT(*), "
-            "SUM(LENGTH(CAST(content AS BLOB)) + LENGTH(CAST(metadata AS BLOB))) "
+            f"SELECT agent_name, COUNT(*), SUM({size}) "
             f"FROM semantic_docs WHERE state='active'{where} AND {pred} GROUP BY agent_name",
             [*args, *params],
         )

@@ -82,7 +82,14 @@ SECTIONS: tuple[Section, ...] = (
     ),
     # Audit entries are recognised by when, which run, which item and what was done.
     Section("audit", "audit_log", "id", (), frozenset({"snapshot"})),
-    Section("recall", "recall_log", "created_at, id", ("id",), frozenset({"layers"})),
+    Section(
+        "recall",
+        "recall_log",
+        "created_at, id",
+        ("id",),
+        frozenset({"layers"}),
+        frozenset({"rowid"}),  # PostgreSQL's (SQLite's is implicit, not in SELECT *)
+    ),
     Section("recall_item", "recall_log_items", "recall_id, position", ("recall_id", "position")),
     Section(
         "indexed_file",
