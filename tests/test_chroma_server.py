@@ -91,3 +91,38 @@ def test_refusals_over_http_are_validation_errors(
         mem.semantic.query("knowledge", "pricing", 3, where, where_document)
     assert caught.value.field == field
     chroma_server.drop(config.semantic.chroma_prefix)
+
+
+class _Flaky:
+    """A collection whose queries fail with ``errors`` first (a stand-in: a real server's
+    transient internal error cannot be provoked on demand), then answer."""
+
+    def __init__(self, *errors: Exception) -> None:
+        self.errors = list(errors)
+        self.asked = 0
+
+    def query(self, **query: Any) -> Any:
+        self.asked += 1
+        if self.errors:
+            raise self.errors.pop(0)
+        return {"ids": [["1"]], "asked": query}
+
+
+def test_a_query_the_server_fails_internally_is_asked_again() -> None:
+    from chromadb.errors import InternalError, InvalidArgumentError
+
+    from omoide.errors import BackendError, ValidationError
+    from omoide.storage.chroma import QUERY_ATTEMPTS, query_collection
+
+    failing = InternalError("Error executing plan: Internal error: Error finding id")
+    flaky = _Flaky(failing, failing)
+    assert query_collection(flaky, "where", n_results=3)["asked"] == {"n_results": 3}
+    assert flaky.asked == 3
+    broken = _Flaky(*[failing] * QUERY_ATTEMPTS)
+    with pytest.raises(BackendError, match="Error finding id"):
+        query_collection(broken, "where")
+    assert broken.asked == QUERY_ATTEMPTS
+    refused = _Flaky(InvalidArgumentError("bad where"))
+    with pytest.raises(ValidationError):  # a refusal is not asked again
+        query_collection(refused, "where")
+    assert refused.asked == 1

@@ -32,6 +32,7 @@ __all__ = [
     "collection_name",
     "open_collection",
     "open_collections",
+    "query_collection",
     "store_id",
 ]
 
@@ -167,3 +168,27 @@ def chroma_errors(field: str) -> Iterator[None]:
         if isinstance(exc, ChromaError) or type(exc).__module__.startswith("chromadb"):
             raise BackendError(f"the vector store failed: {message}") from exc
         raise
+
+
+#: Times a query is asked when the vector store answers with an internal error. A Chroma
+#: server compacting deletes while it is queried can briefly fail to find an id its index
+#: still lists ("Error finding id"); the same query asked again answers. A query changes
+#: nothing, so asking again is safe; a store that keeps failing still raises BackendError.
+QUERY_ATTEMPTS = 3
+
+
+def query_collection(coll: Any, field: str, **query: Any) -> Any:
+    """``coll.query(**query)`` under :func:`chroma_errors`, asked again at once (up to
+    :data:`QUERY_ATTEMPTS` times in all) when ChromaDB fails with an internal error."""
+    from chromadb.errors import InternalError
+
+    for attempt in range(1, QUERY_ATTEMPTS + 1):
+        try:
+            with chroma_errors(field):
+                return coll.query(**query)
+        except BackendError as exc:
+            cause = exc.__cause__
+            internal = isinstance(cause, InternalError) or "internal error" in str(cause).lower()
+            if attempt == QUERY_ATTEMPTS or not internal:
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover

@@ -41,7 +41,7 @@ import numpy.typing as npt
 from omoide.core.config import EpisodicConfig, SemanticConfig
 from omoide.layers.episodic.rows import LIVE_SQL, EpisodicRows
 from omoide.storage import Database
-from omoide.storage.chroma import chroma_errors, open_collection, store_id
+from omoide.storage.chroma import chroma_errors, open_collection, query_collection, store_id
 
 __all__ = [
     "EPISODES_COLLECTION",
@@ -114,8 +114,9 @@ class ChromaVectors:
         nearest first (fewer when the collection holds fewer)."""
         if k <= 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-        with chroma_errors("query"):
-            raw = self._coll.query(query_embeddings=[query], n_results=k, include=["distances"])
+        raw = query_collection(
+            self._coll, "query", query_embeddings=[query], n_results=k, include=["distances"]
+        )
         rowids = np.array([int(x) for x in raw["ids"][0]], dtype=np.int64)
         return rowids, (1.0 - np.asarray(raw["distances"][0], dtype=np.float32))
 

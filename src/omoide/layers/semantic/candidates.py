@@ -25,7 +25,7 @@ from omoide.layers.semantic.counts import decode_counts
 from omoide.layers.semantic.matches import matches
 from omoide.layers.semantic.registry import SEARCHABLE, DocumentRegistry
 from omoide.storage import Database
-from omoide.storage.chroma import chroma_errors
+from omoide.storage.chroma import chroma_errors, query_collection
 
 __all__ = ["DocumentCandidate", "gather"]
 
@@ -144,12 +144,13 @@ def _nearest(
     way, and an unreadable chunk is never returned."""
     n_results = max(1, pool * 2)  # documents of several chunks fill it twice
     if reader is not None and expiry is None:
-        with chroma_errors("where"):
-            raw = chroma.query(
-                query_embeddings=[vector],
-                n_results=n_results,
-                include=["documents", "metadatas", "distances", "embeddings"],
-            )
+        raw = query_collection(
+            chroma,
+            "where",
+            query_embeddings=[vector],
+            n_results=n_results,
+            include=["documents", "metadatas", "distances", "embeddings"],
+        )
         found = _best_chunks(raw, pool, lambda meta: may_read(meta, reader, teams))
         if len(found) >= pool or len(raw["ids"][0]) < n_results:
             return found  # the pool is full, or the collection had nothing more to give
@@ -159,13 +160,14 @@ def _nearest(
     if expiry is not None:
         clauses.append(expiry)
     where = None if not clauses else clauses[0] if len(clauses) == 1 else {"$and": clauses}
-    with chroma_errors("where"):
-        raw = chroma.query(
-            query_embeddings=[vector],
-            n_results=n_results,
-            where=where,
-            include=["documents", "metadatas", "distances", "embeddings"],
-        )
+    raw = query_collection(
+        chroma,
+        "where",
+        query_embeddings=[vector],
+        n_results=n_results,
+        where=where,
+        include=["documents", "metadatas", "distances", "embeddings"],
+    )
     return _best_chunks(raw, pool, lambda meta: True)
 
 

@@ -40,7 +40,7 @@ from omoide.layers.semantic.candidates import DocumentCandidate, gather
 from omoide.layers.semantic.registry import DocumentRegistry
 from omoide.providers.embeddings import Embedder
 from omoide.storage import Database
-from omoide.storage.chroma import chroma_errors
+from omoide.storage.chroma import chroma_errors, query_collection
 from omoide.storage.database import timeline
 from omoide.text.fulltext import match_expression
 
@@ -135,14 +135,15 @@ class DocumentQueries:
         # chunks dropped below.
         fetch = min(10_000, max(QUERY_FETCH_FLOOR, n_results * 4 if dedupe else n_results))
         try:
-            with chroma_errors("where"):
-                raw = coll.query(
-                    query_embeddings=[vector],
-                    n_results=fetch,
-                    where=combined,
-                    where_document=doc_filter,
-                    include=["documents", "metadatas", "distances"],
-                )
+            raw = query_collection(
+                coll,
+                "where",
+                query_embeddings=[vector],
+                n_results=fetch,
+                where=combined,
+                where_document=doc_filter,
+                include=["documents", "metadatas", "distances"],
+            )
         except ValidationError as exc:  # Chroma's own validation of filters (a bad regex)
             about = exc.message.lower()
             field = "where_document" if "regex" in about or "document" in about else "where"
