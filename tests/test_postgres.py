@@ -347,38 +347,16 @@ def test_migrate_moves_an_embedded_store_and_verifies_it(
                 mem.episodic.record("ops", "note", text, tags=[f"t{i}"])
             mem.semantic.store("knowledge", JAPANESE, ids=[f"d{i}" for i in range(4)])
             mem.procedural.register("deploy", "deploy a service", "1. build 2. test 3. ship")
-        code = main(
-            [
-                "migrate",
-                "--path",
-                str(store),
-                "--to",
-                postgres_db_url,
-                "--chroma",
-                chroma_server.url,
-                "--json",
-            ]
-        )
+        move = ["migrate", "--path", str(store), "--to", postgres_db_url]
+        move += ["--chroma", chroma_server.url]
+        code = main([*move, "--json"])
         assert code == 0
         report = json.loads(capsys.readouterr().out)
         assert report["source"] == report["target"]
         assert report["target"]["episodes"] == 4 and report["target"]["semantic_docs"] == 4
         assert report["sampled"] >= 1 and report["found"] == report["sampled"]
         # Moving again into the same database is refused: it is not empty.
-        assert (
-            main(
-                [
-                    "migrate",
-                    "--path",
-                    str(store),
-                    "--to",
-                    postgres_db_url,
-                    "--chroma",
-                    chroma_server.url,
-                ]
-            )
-            != 0
-        )
+        assert main(move) != 0
     finally:
         chroma_server.drop(prefix)
 

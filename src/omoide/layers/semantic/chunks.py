@@ -148,10 +148,11 @@ def _record(
                     "WHERE collection=? AND id=?",
                     (len(plan.chunks), tokens, collection, plan.doc_id),
                 )
+    gone = set(written.gone)
     orphans = [
         f"{plan.doc_id}#{i}"
         for plan in plans
-        if plan.doc_id in written.gone
+        if plan.doc_id in gone
         for i in range(len(plan.chunks))
     ]
     if orphans:  # archived or deleted while its chunks were on their way: not kept
