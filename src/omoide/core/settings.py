@@ -353,10 +353,10 @@ class RouterConfig:
     #: Relevance of a superseded version of a fact is multiplied by this.
     superseded_factor: float = 0.5
     #: The cut: at most ``top_k`` items, each scoring at least ``min_score`` and at least
-    #: ``relative_floor`` times the best item's score.
+    #: ``relative_floor`` of the way from the candidates' median score to the best item's.
     top_k: int = 10
     min_score: float = 0.15
-    relative_floor: float = 0.5
+    relative_floor: float = 0.25
     #: Maximal marginal relevance: an item's score loses ``diversity`` times its similarity to
     #: the items ranked before it (0: off).
     diversity: float = 0.0

@@ -14,9 +14,12 @@ Items are ranked by score. Then, in order:
 * **diversity** (``router.diversity`` > 0, maximal marginal relevance): each next item is the
   one whose score minus ``diversity`` times its similarity to the items already taken is
   highest, so near-duplicates and the chunks of one long document do not crowd out the rest;
-* **the floor**: an item is returned only if its score is at least ``min_score`` and at least
-  ``relative_floor`` times the best item's — a recall returns what answers and nothing else,
-  and a question that matches nothing returns an empty context;
+* **the floor**: an item is returned only if its score is at least ``min_score`` and stands
+  out from the rest: at least ``relative_floor`` of the way from the candidates' median score
+  (what any question finds in this store) to the best one's — a recall returns what answers
+  and nothing else, and a question that matches nothing returns an empty context. Measured
+  from the median rather than from zero, the floor keeps more items where one or two stand
+  far above a weak background and fewer where many score alike;
 * at most ``top_k`` items.
 
 The session's pins and recent messages (working memory) are not cut: they come first.
@@ -47,6 +50,8 @@ class Cut:
     relative_floor: float
     diversity: float = 0.0
     restated_similarity: float = 0.0
+    #: Candidates one signal of a source brings (``router.candidate_pool``).
+    pool: int = 50
 
 
 def cut(found: Sequence[Found], how: Cut, embedder: Embedder, query: str = "") -> list[Found]:
@@ -59,8 +64,7 @@ def cut(found: Sequence[Found], how: Cut, embedder: Embedder, query: str = "") -
     )
     if not ranked:
         return sorted(kept, key=lambda f: -f.item.score)
-    best = ranked[0].item.score
-    floor = max(how.min_score, how.relative_floor * best)
+    floor = max(how.min_score, _relative_floor(ranked, how.relative_floor, how.pool))
     ranked = _current_first(ranked)
     # The current version of a fact whose superseded version passes the floor passes too.
     needed = {f.successor for f in ranked if f.successor and f.item.score >= floor}
@@ -77,6 +81,18 @@ def cut(found: Sequence[Found], how: Cut, embedder: Embedder, query: str = "") -
     if similar is not None and how.diversity > 0:
         ranked = _diverse(ranked, similar, how.diversity, how.top_k)
     return sorted(kept, key=lambda f: -f.item.score) + ranked[: how.top_k]
+
+
+def _relative_floor(ranked: Sequence[Found], share: float, pool: int) -> float:
+    """The score ``share`` of the way from the candidates' median (the background: what any
+    question finds) to the best (0: no relative floor). A store holding fewer candidates
+    than one signal's ``pool`` has nothing in the places left: they count as 0."""
+    if share <= 0:
+        return 0.0
+    best = ranked[0].item.score
+    scores = [f.item.score for f in ranked] + [0.0] * max(0, pool - len(ranked))
+    background = float(np.median(scores))
+    return background + share * (best - background)
 
 
 def _current_first(ranked: list[Found]) -> list[Found]:

@@ -1,0 +1,50 @@
+"""The cut's floor stands items against the store's background, not against zero.
+
+These tests are about the cut's logic alone, so they hand it scored items directly; the
+pipeline's tests (tests/test_recall_pipeline.py) cover the floor with the real embedder.
+"""
+
+from __future__ import annotations
+
+from omoide.recall.context import ContextItem
+from omoide.recall.cut import Cut, cut
+from omoide.recall.sources import Found
+from omoide.testing import HashEmbedder
+
+HOW = Cut(top_k=10, min_score=0.05, relative_floor=0.25, pool=50)
+
+
+def scored(*scores: float) -> list[Found]:
+    return [
+        Found(ContextItem(layer="episodic", id=f"e{i:03d}", text="", score=s, why=""))
+        for i, s in enumerate(scores)
+    ]
+
+
+def kept(found: list[Found], how: Cut = HOW) -> list[str]:
+    return [f.item.id for f in cut(found, how, HashEmbedder(8))]
+
+
+def test_a_second_answer_far_above_a_weak_background_is_kept() -> None:
+    """Two answers stand out of sixty unrelated candidates: the weaker, at a third of the
+    best, is returned (a floor at half the best would have dropped it)."""
+    found = scored(0.9, 0.3, *[0.08] * 60)
+    assert kept(found) == ["e000", "e001"]
+
+
+def test_where_many_candidates_score_alike_only_those_standing_out_are_kept() -> None:
+    """Sixty candidates around 0.5 and two at 0.8: the background is high, so only the two
+    that stand out pass (a floor at half the best would have let ten through)."""
+    found = scored(0.8, 0.78, *[0.5 - 0.001 * i for i in range(60)])
+    assert kept(found) == ["e000", "e001"]
+
+
+def test_a_small_store_counts_its_missing_candidates_as_background() -> None:
+    """Three candidates in a store smaller than the pool: the empty places count as 0, so
+    the middle one is not taken for the background and the two answers are kept."""
+    assert kept(scored(0.9, 0.5, 0.1)) == ["e000", "e001"]
+
+
+def test_no_relative_floor_keeps_everything_above_the_absolute_one() -> None:
+    open_cut = Cut(top_k=10, min_score=0.2, relative_floor=0.0, pool=50)
+    assert kept(scored(0.9, 0.3, 0.21, 0.19), open_cut) == ["e000", "e001", "e002"]
