@@ -6,11 +6,18 @@ pipeline's tests (tests/test_recall_pipeline.py) cover the floor with the real e
 
 from __future__ import annotations
 
+import dataclasses
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+
 from omoide.recall.context import ContextItem
 from omoide.recall.cut import Cut, cut
 from omoide.recall.sources import Found
 from omoide.testing import HashEmbedder
 
+DAY = datetime(2026, 3, 1, tzinfo=UTC)
+LATER = DAY + timedelta(days=9)
 HOW = Cut(top_k=10, min_score=0.05, relative_floor=0.25, pool=50)
 
 
@@ -48,3 +55,25 @@ def test_a_small_store_counts_its_missing_candidates_as_background() -> None:
 def test_no_relative_floor_keeps_everything_above_the_absolute_one() -> None:
     open_cut = Cut(top_k=10, min_score=0.2, relative_floor=0.0, pool=50)
     assert kept(scored(0.9, 0.3, 0.21, 0.19), open_cut) == ["e000", "e001", "e002"]
+
+
+def test_a_newer_restatement_of_a_kept_item_is_kept_and_comes_first() -> None:
+    """The newer of two statements alike in meaning passes with the older one even when its
+    own score is under the floor, and for a question about the present it comes first."""
+    same = np.zeros(8, np.float32)
+    same[0] = 1.0
+    old, new = "The weekly sync meeting is on Mondays.", "The weekly sync meeting is on Wednesdays."
+    found = [
+        Found(ContextItem("episodic", "old", old, 0.9, "", timestamp=DAY), same),
+        Found(
+            ContextItem("episodic", "new", new, 0.2, "", timestamp=DAY + timedelta(days=9)), same
+        ),
+    ]
+    for i in range(60):  # a background of unrelated items, each alike only to itself
+        other = np.zeros(8, np.float32)
+        other[1 + i % 7] = 1.0
+        found.append(Found(ContextItem("episodic", f"x{i:02d}", "", 0.1, "", timestamp=DAY), other))
+    question = "Which day is the weekly sync meeting?"
+    assert kept(found) == ["old"]
+    present = dataclasses.replace(HOW, restated_similarity=0.8)
+    assert [f.item.id for f in cut(found, present, HashEmbedder(8), question)] == ["new", "old"]

@@ -10,7 +10,8 @@ Items are ranked by score. Then, in order:
   statement and moves right above the older one — when it holds at least as many of the
   question's words as the older one: two reports that differ in the very identifier the
   question names ("incident 1234 fixed by …" and "incident 5678 fixed by …") are alike, but
-  the newer one does not restate the older;
+  the newer one does not restate the older. As the current version of a fact passes the
+  floor with its superseded one, a restatement passes it with the item it restates;
 * **diversity** (``router.diversity`` > 0, maximal marginal relevance): each next item is the
   one whose score minus ``diversity`` times its similarity to the items already taken is
   highest, so near-duplicates and the chunks of one long document do not crowd out the rest;
@@ -68,16 +69,12 @@ def cut(found: Sequence[Found], how: Cut, embedder: Embedder, query: str = "") -
     ranked = _current_first(ranked)
     # The current version of a fact whose superseded version passes the floor passes too.
     needed = {f.successor for f in ranked if f.successor and f.item.score >= floor}
-    ranked = [f for f in ranked if f.item.score >= floor or f.item.id in needed]
-    similar = _similarity(ranked, embedder) if how.diversity or how.restated_similarity else None
-    if similar is not None and how.restated_similarity > 0:
-        terms = content_terms(query)
-
-        @cache
-        def share(i: int) -> float:  # read only for the pairs alike enough to compare
-            return word_share(terms, index_text(ranked[i].item.text))
-
-        ranked, similar = _newer_first(ranked, similar, how.restated_similarity, share)
+    similar: np.ndarray | None
+    if how.restated_similarity > 0:
+        ranked, similar = _restated(ranked, floor, needed, how, embedder, query)
+    else:
+        ranked = [f for f in ranked if f.item.score >= floor or f.item.id in needed]
+        similar = _similarity(ranked, embedder) if how.diversity else None
     if similar is not None and how.diversity > 0:
         ranked = _diverse(ranked, similar, how.diversity, how.top_k)
     return sorted(kept, key=lambda f: -f.item.score) + ranked[: how.top_k]
@@ -93,6 +90,61 @@ def _relative_floor(ranked: Sequence[Found], share: float, pool: int) -> float:
     scores = [f.item.score for f in ranked] + [0.0] * max(0, pool - len(ranked))
     background = float(np.median(scores))
     return background + share * (best - background)
+
+
+def _restated(
+    ranked: list[Found],
+    floor: float,
+    needed: set[str],
+    how: Cut,
+    embedder: Embedder,
+    query: str,
+) -> tuple[list[Found], np.ndarray]:
+    """The items passing the floor, with each newer restatement of one of them (it is the
+    current statement of what that item says), newer statements first."""
+    pool = [f for f in ranked if f.item.score >= how.min_score or f.item.id in needed]
+    passes = [f.item.score >= floor or f.item.id in needed for f in pool]
+    terms = content_terms(query)
+    similar = _similarity(pool, embedder)
+
+    @cache
+    def share(i: int) -> float:  # read only for the pairs alike enough to compare
+        return word_share(terms, index_text(pool[i].item.text))
+
+    passes = _with_restatements(pool, passes, similar, how.restated_similarity, share)
+    chosen = [i for i, ok in enumerate(passes) if ok]
+    return _newer_first(
+        [pool[i] for i in chosen],
+        similar[np.ix_(chosen, chosen)],
+        how.restated_similarity,
+        lambda i: share(chosen[i]),
+    )
+
+
+def _with_restatements(
+    ranked: Sequence[Found],
+    passes: list[bool],
+    similar: np.ndarray,
+    threshold: float,
+    share: Callable[[int], float],
+) -> list[bool]:
+    """``passes``, and also each item that restates one that passes (newer, alike in
+    meaning, holding at least as many of the question's words)."""
+    out = list(passes)
+    for b, f in enumerate(ranked):
+        if passes[b] or f.item.timestamp is None:
+            continue
+        for a, g in enumerate(ranked):
+            if (
+                passes[a]
+                and g.item.timestamp is not None
+                and f.item.timestamp > g.item.timestamp
+                and similar[a, b] >= threshold
+                and share(b) >= share(a)
+            ):
+                out[b] = True
+                break
+    return out
 
 
 def _current_first(ranked: list[Found]) -> list[Found]:

@@ -51,7 +51,8 @@ _RECALL = tagged(
             ),
             "min_score": a(
                 "leave out items scoring below this, the only floor then "
-                "(default: router.min_score, 0.15, and half the best item's score)",
+                "(default: router.min_score, 0.15, and a quarter of the way from the "
+                "candidates' median score to the best)",
                 "--min-score",
                 bounds=Bounds.number(0, 1),
             ),
