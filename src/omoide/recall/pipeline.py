@@ -12,7 +12,8 @@
    :mod:`omoide.text.relevance`) times the layer's weight and the item's priors (importance,
    recency, the time range named, superseded versions);
 4. **cut** (:mod:`~omoide.recall.cut`) — ranked, optionally diversified, above a floor
-   relative to the best item and an absolute one, at most ``top_k``;
+   that measures how far an item stands out from the candidates' median towards the best
+   one, and an absolute one, at most ``top_k``;
 5. **pack** (:mod:`~omoide.recall.packing`) — deduplicated and packed into the token budget,
    never over it.
 
