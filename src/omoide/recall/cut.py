@@ -130,20 +130,15 @@ def _with_restatements(
 ) -> list[bool]:
     """``passes``, and also each item that restates one that passes (newer, alike in
     meaning, holding at least as many of the question's words)."""
+    times = np.array(
+        [np.nan if f.item.timestamp is None else f.item.timestamp.timestamp() for f in ranked]
+    )
+    kept = np.array(passes, dtype=bool)
+    # restates[a, b]: b is newer than a, which passes, and alike it (NaN times compare False)
+    restates = (similar >= threshold) & kept[:, None] & (times[:, None] < times[None, :])
     out = list(passes)
-    for b, f in enumerate(ranked):
-        if passes[b] or f.item.timestamp is None:
-            continue
-        for a, g in enumerate(ranked):
-            if (
-                passes[a]
-                and g.item.timestamp is not None
-                and f.item.timestamp > g.item.timestamp
-                and similar[a, b] >= threshold
-                and share(b) >= share(a)
-            ):
-                out[b] = True
-                break
+    for b in np.flatnonzero(~kept & restates.any(axis=0)):
+        out[b] = any(share(int(b)) >= share(int(a)) for a in np.flatnonzero(restates[:, b]))
     return out
 
 
