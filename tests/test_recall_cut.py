@@ -46,10 +46,10 @@ def test_where_many_candidates_score_alike_only_those_standing_out_are_kept() ->
     assert kept(found) == ["e000", "e001"]
 
 
-def test_a_small_store_counts_its_missing_candidates_as_background() -> None:
-    """Three candidates in a store smaller than the pool: the empty places count as 0, so
-    the middle one is not taken for the background and the two answers are kept."""
-    assert kept(scored(0.9, 0.5, 0.1)) == ["e000", "e001"]
+def test_a_store_too_small_to_show_a_background_keeps_half_the_best() -> None:
+    """Four candidates are all a small store holds, related or not: the median says nothing
+    of a background there, so the floor is half the best score."""
+    assert kept(scored(0.9, 0.5, 0.3, 0.1)) == ["e000", "e001"]
 
 
 def test_no_relative_floor_keeps_everything_above_the_absolute_one() -> None:

@@ -20,7 +20,9 @@ Items are ranked by score. Then, in order:
   (what any question finds in this store) to the best one's — a recall returns what answers
   and nothing else, and a question that matches nothing returns an empty context. Measured
   from the median rather than from zero, the floor keeps more items where one or two stand
-  far above a weak background and fewer where many score alike;
+  far above a weak background and fewer where many score alike. A store with fewer
+  candidates than one signal's pool shows no background (its candidates are everything it
+  holds, related or not): there the floor is half the best score;
 * at most ``top_k`` items.
 
 The session's pins and recent messages (working memory) are not cut: they come first.
@@ -40,6 +42,9 @@ from omoide.text.fulltext import content_terms, index_text
 from omoide.text.relevance import word_share
 
 __all__ = ["Cut", "cut"]
+
+#: The floor of a store too small to show a background, as a share of the best score.
+SMALL_STORE_FLOOR = 0.5
 
 
 @dataclass(frozen=True)
@@ -82,13 +87,15 @@ def cut(found: Sequence[Found], how: Cut, embedder: Embedder, query: str = "") -
 
 def _relative_floor(ranked: Sequence[Found], share: float, pool: int) -> float:
     """The score ``share`` of the way from the candidates' median (the background: what any
-    question finds) to the best (0: no relative floor). A store holding fewer candidates
-    than one signal's ``pool`` has nothing in the places left: they count as 0."""
+    question finds) to the best (0: no relative floor). A store too small to show a
+    background — fewer candidates than one signal's ``pool``, so they are all it holds,
+    related or not — keeps what scores at least half the best."""
     if share <= 0:
         return 0.0
     best = ranked[0].item.score
-    scores = [f.item.score for f in ranked] + [0.0] * max(0, pool - len(ranked))
-    background = float(np.median(scores))
+    if len(ranked) < pool:
+        return SMALL_STORE_FLOOR * best
+    background = float(np.median([f.item.score for f in ranked]))
     return background + share * (best - background)
 
 
