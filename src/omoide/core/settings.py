@@ -353,7 +353,8 @@ class RouterConfig:
     #: Relevance of a superseded version of a fact is multiplied by this.
     superseded_factor: float = 0.5
     #: The cut: at most ``top_k`` items, each scoring at least ``min_score`` and at least
-    #: ``relative_floor`` of the way from the candidates' median score to the best item's.
+    #: ``relative_floor`` of the way from the candidates' median score to the best item's
+    #: (half the best score in a store with fewer candidates than ``candidate_pool``).
     top_k: int = 10
     min_score: float = 0.15
     relative_floor: float = 0.25
