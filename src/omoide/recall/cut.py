@@ -74,11 +74,17 @@ def cut(found: Sequence[Found], how: Cut, embedder: Embedder, query: str = "") -
     ranked = _current_first(ranked)
     # The current version of a fact whose superseded version passes the floor passes too.
     needed = {f.successor for f in ranked if f.successor and f.item.score >= floor}
+
+    def passes(f: Found) -> bool:
+        return f.item.score >= floor or f.item.id in needed
+
     similar: np.ndarray | None
     if how.restated_similarity > 0:
-        ranked, similar = _restated(ranked, floor, needed, how, embedder, query)
+        # Restatements may come from under the floor: look at all above the absolute one.
+        candidates = [f for f in ranked if f.item.score >= how.min_score or passes(f)]
+        ranked, similar = _restated(candidates, passes, how.restated_similarity, embedder, query)
     else:
-        ranked = [f for f in ranked if f.item.score >= floor or f.item.id in needed]
+        ranked = [f for f in ranked if passes(f)]
         similar = _similarity(ranked, embedder) if how.diversity else None
     if similar is not None and how.diversity > 0:
         ranked = _diverse(ranked, similar, how.diversity, how.top_k)
@@ -100,30 +106,29 @@ def _relative_floor(ranked: Sequence[Found], share: float, pool: int) -> float:
 
 
 def _restated(
-    ranked: list[Found],
-    floor: float,
-    needed: set[str],
-    how: Cut,
+    candidates: list[Found],
+    passes: Callable[[Found], bool],
+    threshold: float,
     embedder: Embedder,
     query: str,
 ) -> tuple[list[Found], np.ndarray]:
-    """The items passing the floor, with each newer restatement of one of them (it is the
-    current statement of what that item says), newer statements first."""
-    pool = [f for f in ranked if f.item.score >= how.min_score or f.item.id in needed]
-    passes = [f.item.score >= floor or f.item.id in needed for f in pool]
+    """The ``candidates`` that pass the floor, with each newer restatement of one of them
+    (it is the current statement of what that item says), newer statements first."""
     terms = content_terms(query)
-    similar = _similarity(pool, embedder)
+    similar = _similarity(candidates, embedder)
 
     @cache
     def share(i: int) -> float:  # read only for the pairs alike enough to compare
-        return word_share(terms, index_text(pool[i].item.text))
+        return word_share(terms, index_text(candidates[i].item.text))
 
-    passes = _with_restatements(pool, passes, similar, how.restated_similarity, share)
-    chosen = [i for i, ok in enumerate(passes) if ok]
+    kept = _with_restatements(
+        candidates, [passes(f) for f in candidates], similar, threshold, share
+    )
+    chosen = [i for i, ok in enumerate(kept) if ok]
     return _newer_first(
-        [pool[i] for i in chosen],
+        [candidates[i] for i in chosen],
         similar[np.ix_(chosen, chosen)],
-        how.restated_similarity,
+        threshold,
         lambda i: share(chosen[i]),
     )
 
