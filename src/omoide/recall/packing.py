@@ -36,13 +36,15 @@ def pack(
     long item is cut to fit if enough room is left.
 
     An item's tokens are its text's count stored when it was written (``item.tokens``;
-    counted here only when unknown) plus its header's parts, an upper bound
-    (:class:`~omoide.providers.tokens.BlockBound`). The chosen blocks are then counted exactly
-    and the total (with one token per join) trimmed to the budget: never over it."""
+    counted here only when unknown) plus its header's parts and one per join, an upper bound
+    (:class:`~omoide.providers.tokens.BlockBound`); a block cut to fit is counted exactly.
+    The total is the sum of these, never under the count of the whole context: so the
+    context is never over the budget, and no stored text is counted again at recall time."""
     count = counter.count
     bound = bound or BlockBound(counter)
     head = render_header(query, agent)
-    used = count(head) + count(FOOTER) + 2
+    frame = count(head) + count(FOOTER)
+    used = frame + 2
     chosen: list[ContextItem] = []
     blocks: list[str] = []
     misses = 0
@@ -75,18 +77,10 @@ def pack(
         chosen.append(replace(item, tokens=tokens, truncated=truncated))
     if not chosen:
         return [], "", 0
-    # The total: each piece counted exactly (short texts count fast; one long text does not),
-    # plus one token per newline that joins them — at least the count of the whole.
-    frame = count(head) + count(FOOTER)
-    exact = [count(b) for b in blocks]
-    while chosen and frame + sum(exact) + len(exact) + 1 > budget:
-        chosen.pop()
-        blocks.pop()
-        exact.pop()
-    if not chosen:
-        return [], "", 0
-    chosen = [replace(item, tokens=n + 1) for item, n in zip(chosen, exact, strict=True)]
-    return chosen, render_context(head, blocks), frame + sum(exact) + len(exact) + 1
+    # Every block's tokens are an upper bound (its text's stored count, its header's parts
+    # and one per join) or, for a block cut to fit, its exact count: their sum is at least
+    # the count of the whole, and no item's text is counted again at recall time.
+    return chosen, render_context(head, blocks), used
 
 
 def _fingerprint(text: str) -> str:

@@ -124,7 +124,13 @@ class Recall:
         items, rendered, used = pack(
             query, reader or OPERATOR, dedupe(ranked), budget, mem.token_counter, self._bound
         )
-        self._touch(items, when)
+        # The accesses and the log entry are written in one transaction: one commit per
+        # recall rather than one for each.
+        with mem.db.transaction():
+            self._touch(items, when)
+            recall_id = self._log(
+                query, reader or OPERATOR, session, chosen, plan, budget, used, items
+            )
         return Context(
             query=query,
             agent_name=reader or OPERATOR,
@@ -133,9 +139,7 @@ class Recall:
             budget_tokens=budget,
             layers=chosen,
             time_range=plan.time_range,
-            recall_id=self._log(
-                query, reader or OPERATOR, session, chosen, plan, budget, used, items
-            ),
+            recall_id=recall_id,
             session_id=session,
             _rendered=rendered,
         )

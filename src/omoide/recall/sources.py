@@ -147,7 +147,7 @@ def documents(mem: MemoryParts, asked: Asked, collections: list[str]) -> list[Fo
     question = languages(asked.query)
     items = []
     for collection in collections:
-        if mem.semantic.count(collection) == 0:
+        if mem.semantic.is_empty(collection):
             continue
         found = mem.semantic.candidates(
             collection,

@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable
+from functools import lru_cache
 
 from omoide.text.fulltext import term_key
 
@@ -37,7 +38,14 @@ SCRIPT_SHARE = 0.2
 def languages(text: str) -> frozenset[str]:
     """The scripts a text is written in: ``"cjk"`` (Japanese, Chinese, Korean) and/or
     ``"latin"`` — each when at least :data:`SCRIPT_SHARE` of its letters are of it."""
-    sample = unicodedata.normalize("NFKC", text[:400])
+    return _scripts(text[:400])
+
+
+@lru_cache(maxsize=16_384)
+def _scripts(sample: str) -> frozenset[str]:
+    """:func:`languages` of a text's first 400 characters, remembered: every recall asks it
+    of each candidate, and the candidates of one store recur."""
+    sample = unicodedata.normalize("NFKC", sample)
     cjk = len(_CJK.findall(sample))
     latin = len(_LATIN.findall(sample))
     letters = cjk + latin

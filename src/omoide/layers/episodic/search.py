@@ -357,11 +357,9 @@ class EpisodeSearch:
             top = np.argpartition(-sims, k - 1)[:k]
             result = {int(rowids[i]): float(sims[i]) for i in top}
         wanted = [r for r in extra if r not in result]  # found by words: they pass the filters
-        if wanted:
-            position = {int(r): i for i, r in enumerate(rowids)}
-            for r in wanted:
-                if r in position:
-                    result[r] = float(sims[position[r]])
+        if wanted:  # located in one vectorised pass, not a dict over every row
+            for i in np.flatnonzero(np.isin(rowids, np.asarray(wanted, dtype=rowids.dtype))):
+                result[int(rowids[i])] = float(sims[i])
         with self._index_lock:
             stored = index.vectors(list(result))
         return result, {r: stored[i] for i, r in enumerate(result)}

@@ -95,7 +95,8 @@ def gather(
     rows.update({r["id"]: r for r in registry.rows(collection, newer)})
     missing += [d for d in successors if d not in nearest and d not in missing]
     if missing:
-        nearest.update(_chunks_of(chroma, vector, missing))
+        counts = {d: int(rows[d]["chunk_count"]) for d in missing if d in rows}
+        nearest.update(_chunks_of(chroma, vector, counts))
     found = []
     for doc_id, (text, cosine, meta, chunk_vector) in nearest.items():
         row = rows.get(doc_id)
@@ -195,14 +196,16 @@ def _best_chunks(
 
 
 def _chunks_of(
-    chroma: Any, vector: npt.NDArray[np.float32], doc_ids: Sequence[str]
+    chroma: Any, vector: npt.NDArray[np.float32], chunk_counts: Mapping[str, int]
 ) -> dict[str, _Chunk]:
-    """The chunk of each document nearest ``vector``, from the stored vectors (one read)."""
+    """The chunk of each document nearest ``vector``, from the stored vectors (one read by
+    chunk id, ``doc#i`` for each of a document's ``chunk_counts``: a read by id is about
+    twice as fast as ChromaDB filtering every chunk's metadata by document)."""
+    ids = [f"{doc_id}#{i}" for doc_id, n in chunk_counts.items() for i in range(n)]
+    if not ids:
+        return {}
     with chroma_errors("ids"):
-        raw = chroma.get(
-            where={"_doc": {"$in": list(doc_ids)}},
-            include=["documents", "metadatas", "embeddings"],
-        )
+        raw = chroma.get(ids=ids, include=["documents", "metadatas", "embeddings"])
     found: dict[str, _Chunk] = {}
     for cid, doc, meta, emb in zip(
         raw["ids"], raw["documents"], raw["metadatas"], raw["embeddings"], strict=True

@@ -383,6 +383,11 @@ class DocumentQueries:
         self._collection(collection)
         return self._registry.count(collection, state)
 
+    def is_empty(self, collection: str) -> bool:
+        """True when a collection holds no active document (cheaper than :meth:`count`)."""
+        self._collection(collection)
+        return not self._registry.has(collection, "active")
+
     def count_chunks(self, collection: str) -> int:
         """Number of chunks ChromaDB holds for a collection."""
         coll = self._collection(collection)

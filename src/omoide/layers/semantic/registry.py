@@ -382,6 +382,11 @@ class DocumentRegistry:
             )
         )
 
+    def has(self, collection: str, state: str) -> bool:
+        """Whether the collection holds a document in ``state`` (without counting them all)."""
+        sql = "SELECT 1 FROM semantic_docs WHERE collection=? AND state=? LIMIT 1"
+        return self._db.query_one(sql, (collection, state)) is not None
+
     def counts(self) -> dict[tuple[str, str], int]:
         """Documents per (collection, state)."""
         return {
