@@ -5,6 +5,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from omoide import ManualClock, Memory
 from omoide.layers.episodic.rows import TOKENS_META, episode_text
 from omoide.layers.semantic.counts import CHUNK_TOKENS_META
@@ -141,3 +143,29 @@ def test_a_store_opened_with_another_counter_recounts(
         episodes, docs = _stored(mem)
         assert episodes[episode.id] == e5_counts[0][episode.id]
         assert docs == e5_counts[1]
+
+
+def test_a_recall_counts_no_stored_text_again(
+    mem: Memory, counter: E5TokenCounter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    texts = [
+        "The nightly billing export failed because the disk of the export host filled up.",
+        "請求データの夜間エクスポートは、エクスポート用ホストのディスクが一杯で失敗した。",
+        "We moved the billing export to a host with a larger disk and it ran cleanly.",
+    ]
+    for text in texts:
+        mem.episodic.record("cto", "error", text)
+    mem.semantic.store("knowledge", [LONG], ids=["runbook"])
+    counted: list[str] = []
+    real = mem.token_counter.count
+
+    def spy(text: str) -> int:
+        counted.append(text)
+        return real(text)
+
+    monkeypatch.setattr(mem.token_counter, "count", spy)
+    context = mem.recall("Why did the billing export fail?", agent_name="cto", budget_tokens=8000)
+    assert context.items and not any(item.truncated for item in context.items)
+    # Only the frame and each item's opening tag are counted; no item's text is.
+    assert not [t for t in counted for item in context.items if item.text[:40] in t]
+    assert counter.count(context.render()) <= context.tokens <= 8000

@@ -51,8 +51,9 @@ class Context:
     query: str
     agent_name: str
     items: tuple[ContextItem, ...]
-    #: Tokens of :meth:`render`'s text, counted piece by piece with one per join between
-    #: them: at least the count of the whole, never above ``budget_tokens``.
+    #: Tokens of :meth:`render`'s text, the sum of its pieces' stored counts and header
+    #: parts with one per join between them: at least the count of the whole, never above
+    #: ``budget_tokens``.
     tokens: int
     budget_tokens: int
     #: The layers consulted.
