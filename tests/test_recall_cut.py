@@ -77,3 +77,34 @@ def test_a_newer_restatement_of_a_kept_item_is_kept_and_comes_first() -> None:
     assert kept(found) == ["old"]
     present = dataclasses.replace(HOW, restated_similarity=0.8)
     assert [f.item.id for f in cut(found, present, HashEmbedder(8), question)] == ["new", "old"]
+
+
+def test_a_newer_statement_in_the_other_language_needs_a_lower_bar() -> None:
+    """The model rates a statement and its translation less alike than two wordings in one
+    language: at the same similarity (0.75) a newer English statement restates an older
+    Japanese one (across languages the bar is 0.7), but not an older English one (0.8)."""
+    first = np.zeros(8, np.float32)
+    first[0] = 1.0
+    near = np.zeros(8, np.float32)
+    near[0], near[1] = 0.75, float(np.sqrt(1 - 0.75**2))
+    newer = "From next week the weekly sync meeting moves to Wednesdays."
+    background = []
+    for i in range(60):  # unrelated items, each alike only to itself
+        other = np.zeros(8, np.float32)
+        other[2 + i % 6] = 1.0
+        background.append(
+            Found(ContextItem("episodic", f"x{i:02d}", "", 0.1, "", timestamp=DAY), other)
+        )
+    how = dataclasses.replace(HOW, restated_similarity=0.8, restated_across_languages=0.7)
+    question = "Which day is the weekly sync meeting?"
+    for older, restated in (
+        ("定例の週次ミーティングは月曜日です。", True),
+        ("The weekly sync meeting is on Mondays.", False),
+    ):
+        found = [
+            Found(ContextItem("episodic", "old", older, 0.9, "", timestamp=DAY), first),
+            Found(ContextItem("episodic", "new", newer, 0.2, "", timestamp=LATER), near),
+            *background,
+        ]
+        ids = [f.item.id for f in cut(found, how, HashEmbedder(8), question)]
+        assert ids == (["new", "old"] if restated else ["old"])

@@ -397,6 +397,7 @@ def _check_router(r: RouterConfig) -> None:
         "relative_floor",
         "diversity",
         "restated_similarity",
+        "restated_similarity_across_languages",
     ):
         _unit(getattr(r, name), f"router.{name}")
     for name in ("layer_weights", "past_weights", "howto_weights"):

@@ -6,7 +6,9 @@ Items are ranked by score. Then, in order:
   version of its subject, which moves right above it;
 * **restatements** (``router.restated_similarity`` > 0, for a question about the present,
   :attr:`Route.present <omoide.recall.route.Route.present>`): of two items saying the same
-  thing (their embeddings at least that similar, calibrated), the newer is the current
+  thing (their embeddings at least that similar, calibrated; at least
+  ``router.restated_similarity_across_languages`` for two texts in different languages, which
+  the model rates less alike than two wordings in one), the newer is the current
   statement and moves right above the older one — when it holds at least as many of the
   question's words as the older one: two reports that differ in the very identifier the
   question names ("incident 1234 fixed by …" and "incident 5678 fixed by …") are alike, but
@@ -39,7 +41,7 @@ import numpy as np
 from omoide.providers.embeddings import Embedder
 from omoide.recall.sources import Found
 from omoide.text.fulltext import content_terms, index_text
-from omoide.text.relevance import word_share
+from omoide.text.relevance import languages, same_language, word_share
 
 __all__ = ["Cut", "cut"]
 
@@ -56,6 +58,8 @@ class Cut:
     relative_floor: float
     diversity: float = 0.0
     restated_similarity: float = 0.0
+    #: The restatement threshold for two texts in different languages (0: the same).
+    restated_across_languages: float = 0.0
     #: Candidates one signal of a source brings (``router.candidate_pool``).
     pool: int = 50
 
@@ -82,7 +86,7 @@ def cut(found: Sequence[Found], how: Cut, embedder: Embedder, query: str = "") -
     if how.restated_similarity > 0:
         # Restatements may come from under the floor: look at all above the absolute one.
         candidates = [f for f in ranked if f.item.score >= how.min_score or passes(f)]
-        ranked, similar = _restated(candidates, passes, how.restated_similarity, embedder, query)
+        ranked, similar = _restated(candidates, passes, how, embedder, query)
     else:
         ranked = [f for f in ranked if passes(f)]
         similar = _similarity(ranked, embedder) if how.diversity else None
@@ -108,7 +112,7 @@ def _relative_floor(ranked: Sequence[Found], share: float, pool: int) -> float:
 def _restated(
     candidates: list[Found],
     passes: Callable[[Found], bool],
-    threshold: float,
+    how: Cut,
     embedder: Embedder,
     query: str,
 ) -> tuple[list[Found], np.ndarray]:
@@ -116,38 +120,45 @@ def _restated(
     (it is the current statement of what that item says), newer statements first."""
     terms = content_terms(query)
     similar = _similarity(candidates, embedder)
+    alike = _alike(candidates, similar, how)
 
     @cache
     def share(i: int) -> float:  # read only for the pairs alike enough to compare
         return word_share(terms, index_text(candidates[i].item.text))
 
-    kept = _with_restatements(
-        candidates, [passes(f) for f in candidates], similar, threshold, share
-    )
+    kept = _with_restatements(candidates, [passes(f) for f in candidates], alike, share)
     chosen = [i for i, ok in enumerate(kept) if ok]
+    picked = np.ix_(chosen, chosen)
     return _newer_first(
-        [candidates[i] for i in chosen],
-        similar[np.ix_(chosen, chosen)],
-        threshold,
-        lambda i: share(chosen[i]),
+        [candidates[i] for i in chosen], similar[picked], alike[picked], lambda i: share(chosen[i])
     )
+
+
+def _alike(found: Sequence[Found], similar: np.ndarray, how: Cut) -> np.ndarray:
+    """Which pairs are alike enough to be one statement: at least ``restated_similarity``,
+    or ``restated_across_languages`` for two texts in different languages (0: the same)."""
+    across = how.restated_across_languages or how.restated_similarity
+    if across == how.restated_similarity:
+        return np.asarray(similar >= how.restated_similarity)
+    scripts = [languages(f.item.text) for f in found]
+    differ = np.array([[not same_language(a, b) for b in scripts] for a in scripts], dtype=bool)
+    return np.asarray(similar >= np.where(differ, across, how.restated_similarity))
 
 
 def _with_restatements(
     ranked: Sequence[Found],
     passes: list[bool],
-    similar: np.ndarray,
-    threshold: float,
+    alike: np.ndarray,
     share: Callable[[int], float],
 ) -> list[bool]:
-    """``passes``, and also each item that restates one that passes (newer, alike in
+    """``passes``, and also each item that restates one that passes (newer, ``alike`` in
     meaning, holding at least as many of the question's words)."""
     times = np.array(
         [np.nan if f.item.timestamp is None else f.item.timestamp.timestamp() for f in ranked]
     )
     kept = np.array(passes, dtype=bool)
     # restates[a, b]: b is newer than a, which passes, and alike it (NaN times compare False)
-    restates = (similar >= threshold) & kept[:, None] & (times[:, None] < times[None, :])
+    restates = alike & kept[:, None] & (times[:, None] < times[None, :])
     out = list(passes)
     for b in np.flatnonzero(~kept & restates.any(axis=0)):
         out[b] = any(share(int(b)) >= share(int(a)) for a in np.flatnonzero(restates[:, b]))
@@ -183,10 +194,11 @@ def _similarity(found: Sequence[Found], embedder: Embedder) -> np.ndarray:
 
 
 def _newer_first(
-    ranked: list[Found], similar: np.ndarray, threshold: float, share: Callable[[int], float]
+    ranked: list[Found], similar: np.ndarray, alike: np.ndarray, share: Callable[[int], float]
 ) -> tuple[list[Found], np.ndarray]:
     """Each item that restates an older one ranked above it moves right above that one
-    (``share(i)``: the share of the question's words item ``i`` holds)."""
+    (``alike``: the pairs alike enough; ``share(i)``: the share of the question's words item
+    ``i`` holds)."""
     order = list(range(len(ranked)))
     restates: dict[int, int] = {}  # moved item -> the older statement it moved above
     i = 0
@@ -200,7 +212,7 @@ def _newer_first(
                 when_a is not None
                 and when_b is not None
                 and when_b > when_a
-                and similar[a, b] >= threshold
+                and alike[a, b]
                 and share(b) >= share(a)
             ):
                 order.insert(i, order.pop(j))
