@@ -488,6 +488,8 @@ def test_router_settings_validate() -> None:
         {"present_cues": ["now", " "]},
         {"past_tense_cues": "did"},
         {"present_freshness_prior": 2},
+        {"restated_similarity": 1.2},
+        {"restated_similarity_across_languages": -0.1},
     ):
         with pytest.raises(ConfigError):
             Config.from_dict({"router": bad})
