@@ -140,8 +140,14 @@ def _alike(found: Sequence[Found], similar: np.ndarray, how: Cut) -> np.ndarray:
     across = how.restated_across_languages or how.restated_similarity
     if across == how.restated_similarity:
         return np.asarray(similar >= how.restated_similarity)
+    # A text's scripts are one of a few sets: compare the sets, then spread to every pair.
     scripts = [languages(f.item.text) for f in found]
-    differ = np.array([[not same_language(a, b) for b in scripts] for a in scripts], dtype=bool)
+    distinct = list(dict.fromkeys(scripts))
+    which = np.array([distinct.index(s) for s in scripts], dtype=np.intp)
+    table = np.array(
+        [not same_language(a, b) for a in distinct for b in distinct], dtype=bool
+    ).reshape(len(distinct), len(distinct))
+    differ = table[np.ix_(which, which)]
     return np.asarray(similar >= np.where(differ, across, how.restated_similarity))
 
 
