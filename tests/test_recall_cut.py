@@ -108,3 +108,58 @@ def test_a_newer_statement_in_the_other_language_needs_a_lower_bar() -> None:
         ]
         ids = [f.item.id for f in cut(found, how, HashEmbedder(8), question)]
         assert ids == (["new", "old"] if restated else ["old"])
+
+
+def _background(first_axis: int) -> list[Found]:
+    """Sixty unrelated items, each alike only to itself."""
+    out = []
+    for i in range(60):
+        other = np.zeros(8, np.float32)
+        other[first_axis + i % (8 - first_axis)] = 1.0
+        out.append(Found(ContextItem("episodic", f"x{i:02d}", "", 0.1, "", timestamp=DAY), other))
+    return out
+
+
+def _lesson(score: float, sources: str) -> Found:
+    """A document distilled from the episodes ``sources``, in a direction of its own."""
+    own = np.zeros(8, np.float32)
+    own[1] = 1.0
+    meta = {"source": "distillation", "source_episodes": sources}
+    text = "Reminder: the weekly sync meeting is on Mondays."
+    item = ContextItem(
+        "semantic", "decisions/lesson", text, score, "", timestamp=DAY, metadata=meta
+    )
+    return Found(item, own)
+
+
+def test_a_distilled_lesson_ranks_no_higher_than_its_sources_and_is_restated_with_them() -> None:
+    """A lesson drawn from an episode scores higher than that episode (it was embedded and
+    weighed on its own) and is not alike the newer statement of the changed value; the
+    episode is. The lesson falls back to its source's place, and the newer statement that
+    restates the source comes before both: maintenance does not change what comes first."""
+    same = np.zeros(8, np.float32)
+    same[0] = 1.0
+    source = ContextItem(
+        "episodic", "src", "The weekly sync meeting is on Mondays.", 0.5, "", timestamp=DAY
+    )
+    newer = ContextItem(
+        "episodic", "new", "The weekly sync meeting is on Wednesdays.", 0.45, "", timestamp=LATER
+    )
+    found = [_lesson(0.9, "gone,src"), Found(source, same), Found(newer, same), *_background(2)]
+    plain = [f.item for f in cut(found, HOW, HashEmbedder(8))]
+    assert [i.id for i in plain] == ["src", "decisions/lesson", "new"]
+    assert plain[1].score == 0.5 and "no higher than its source episodes" in plain[1].why
+    present = dataclasses.replace(HOW, restated_similarity=0.8)
+    question = "Which day is the weekly sync meeting?"
+    ids = [f.item.id for f in cut(found, present, HashEmbedder(8), question)]
+    assert ids == ["new", "src", "decisions/lesson"]
+
+
+def test_a_lesson_whose_sources_are_not_among_the_candidates_keeps_its_score() -> None:
+    """Its sources forgotten or not found, the lesson is what the memory has: it stays first."""
+    same = np.zeros(8, np.float32)
+    same[0] = 1.0
+    other = ContextItem("episodic", "other", "Lunch is at noon.", 0.5, "", timestamp=DAY)
+    found = [_lesson(0.9, "gone"), Found(other, same), *_background(2)]
+    top = cut(found, HOW, HashEmbedder(8))[0].item
+    assert (top.id, top.score) == ("decisions/lesson", 0.9)

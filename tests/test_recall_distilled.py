@@ -75,3 +75,42 @@ def test_distilled_knowledge_is_dated_by_its_episodes_and_says_where_it_came_fro
     assert item.author == "distilled from routing"
     assert item.signals["importance"] == round((0.4 + 0.4 + 0.9) / 3, 3)  # not the 0.9 of one
     assert "B-204" in item.text and "episodes" not in item.text
+
+
+def test_a_lesson_drawn_from_an_old_value_does_not_answer_for_the_present(
+    mem: Memory, clock: ManualClock
+) -> None:
+    """Three reminders of an old value are distilled into a lesson; a newer reminder states
+    the changed value. Asked for the present value, recall answers with the newer reminder
+    first, as it did before maintenance — the lesson ranks no higher than its sources, and
+    what restates them restates it."""
+    old = "Reminder: Fuel surcharge is 12.5% of the freight charge."
+    mem.episodic.record_many(
+        [
+            {
+                "agent_name": "billing",
+                "event_type": "note",
+                "description": old,
+                "importance": 0.5,
+                "timestamp": clock.now() - timedelta(days=70 - n),
+            }
+            for n in range(3)
+        ]
+    )
+    mem.episodic.record(
+        agent_name="billing",
+        event_type="note",
+        description="Reminder: Fuel surcharge is 14.0% of the freight charge.",
+        importance=0.5,
+        timestamp=clock.now() - timedelta(days=5),
+    )
+    question = "What percentage do we add to freight for fuel now?"
+    before = mem.recall(question, agent_name="buyer", layers=["episodic", "semantic"])
+    (doc_id,) = mem.distill().knowledge_written
+    after = mem.recall(question, agent_name="buyer", layers=["episodic", "semantic"])
+    assert "14.0%" in before.items[0].text
+    assert "14.0%" in after.items[0].text
+    # The lesson is still found; beside its source it is the same text, returned once.
+    lessons = mem.recall(question, agent_name="buyer", layers=["semantic"])
+    assert lessons.ids() == [f"decisions/{doc_id}"]
+    assert sum(old in item.text for item in after.items) == 1

@@ -2,6 +2,12 @@
 
 Items are ranked by score. Then, in order:
 
+* **distilled knowledge in its sources' place**: a document distilled from episodes never
+  ranks above the best of its source episodes among the candidates (it says what they said,
+  as of when they said it: maintenance must not change what a recall puts first), and for
+  restatements it is alike whatever one of those sources is alike — so a newer statement
+  that restates the episodes a lesson was drawn from restates the lesson too;
+
 * **current versions first**: a superseded version of a fact never ranks above the current
   version of its subject, which moves right above it;
 * **restatements** (``router.restated_similarity`` > 0, for a question about the present,
@@ -74,6 +80,7 @@ def cut(found: Sequence[Found], how: Cut, embedder: Embedder, query: str = "") -
     )
     if not ranked:
         return sorted(kept, key=lambda f: -f.item.score)
+    ranked = _below_sources(ranked)
     floor = max(how.min_score, _relative_floor(ranked, how.relative_floor, how.pool))
     ranked = _current_first(ranked)
     # The current version of a fact whose superseded version passes the floor passes too.
@@ -120,7 +127,7 @@ def _restated(
     (it is the current statement of what that item says), newer statements first."""
     terms = content_terms(query)
     similar = _similarity(candidates, embedder)
-    alike = _alike(candidates, similar, how)
+    alike = _with_sources(candidates, _alike(candidates, similar, how))
 
     @cache
     def share(i: int) -> float:  # read only for the pairs alike enough to compare
@@ -149,6 +156,51 @@ def _alike(found: Sequence[Found], similar: np.ndarray, how: Cut) -> np.ndarray:
     ).reshape(len(distinct), len(distinct))
     differ = table[np.ix_(which, which)]
     return np.asarray(similar >= np.where(differ, across, how.restated_similarity))
+
+
+def _sources(found: Sequence[Found]) -> dict[int, list[int]]:
+    """For each distilled document among ``found``, the positions of its source episodes
+    among ``found`` (documents with none of them present are left out)."""
+    where = {f.item.id: i for i, f in enumerate(found) if f.item.layer == "episodic"}
+    out: dict[int, list[int]] = {}
+    for i, f in enumerate(found):
+        meta = f.item.metadata
+        if f.item.layer != "semantic" or meta.get("source") != "distillation":
+            continue
+        present = [where[s] for s in str(meta.get("source_episodes", "")).split(",") if s in where]
+        if present:
+            out[i] = present
+    return out
+
+
+def _below_sources(ranked: list[Found]) -> list[Found]:
+    """``ranked`` with each distilled document scored no higher than the best of its source
+    episodes among them, ranked again."""
+    sources = _sources(ranked)
+    if not sources:
+        return ranked
+    out = list(ranked)
+    for i, present in sources.items():
+        best = max(ranked[k].item.score for k in present)
+        item = ranked[i].item
+        if item.score > best:
+            note = "ranked no higher than its source episodes"
+            why = f"{item.why}; {note}" if item.why else note
+            out[i] = replace(ranked[i], item=replace(item, score=best, why=why))
+    return sorted(out, key=lambda f: (-f.item.score, f.item.layer, f.item.id))
+
+
+def _with_sources(found: Sequence[Found], alike: np.ndarray) -> np.ndarray:
+    """``alike`` with each distilled document alike whatever one of its source episodes
+    among ``found`` is alike."""
+    sources = _sources(found)
+    if not sources:
+        return alike
+    out = alike.copy()
+    for i, present in sources.items():
+        out[i, :] |= alike[present, :].any(axis=0)
+        out[:, i] |= alike[:, present].any(axis=1)
+    return out
 
 
 def _with_restatements(
