@@ -23,7 +23,7 @@ HOW = Cut(top_k=10, min_score=0.05, relative_floor=0.25, pool=50)
 
 def scored(*scores: float) -> list[Found]:
     return [
-        Found(ContextItem(layer="episodic", id=f"e{i:03d}", text="", score=s, why=""))
+        Found(ContextItem(layer="episodic", id=f"e{i:03d}", text=f"item {i}", score=s, why=""))
         for i, s in enumerate(scores)
     ]
 
@@ -72,7 +72,9 @@ def test_a_newer_restatement_of_a_kept_item_is_kept_and_comes_first() -> None:
     for i in range(60):  # a background of unrelated items, each alike only to itself
         other = np.zeros(8, np.float32)
         other[1 + i % 7] = 1.0
-        found.append(Found(ContextItem("episodic", f"x{i:02d}", "", 0.1, "", timestamp=DAY), other))
+        found.append(
+            Found(ContextItem("episodic", f"x{i:02d}", f"other {i}", 0.1, "", timestamp=DAY), other)
+        )
     question = "Which day is the weekly sync meeting?"
     assert kept(found) == ["old"]
     present = dataclasses.replace(HOW, restated_similarity=0.8)
@@ -93,7 +95,7 @@ def test_a_newer_statement_in_the_other_language_needs_a_lower_bar() -> None:
         other = np.zeros(8, np.float32)
         other[2 + i % 6] = 1.0
         background.append(
-            Found(ContextItem("episodic", f"x{i:02d}", "", 0.1, "", timestamp=DAY), other)
+            Found(ContextItem("episodic", f"x{i:02d}", f"other {i}", 0.1, "", timestamp=DAY), other)
         )
     how = dataclasses.replace(HOW, restated_similarity=0.8, restated_across_languages=0.7)
     question = "Which day is the weekly sync meeting?"
@@ -116,7 +118,9 @@ def _background(first_axis: int) -> list[Found]:
     for i in range(60):
         other = np.zeros(8, np.float32)
         other[first_axis + i % (8 - first_axis)] = 1.0
-        out.append(Found(ContextItem("episodic", f"x{i:02d}", "", 0.1, "", timestamp=DAY), other))
+        out.append(
+            Found(ContextItem("episodic", f"x{i:02d}", f"other {i}", 0.1, "", timestamp=DAY), other)
+        )
     return out
 
 
@@ -163,3 +167,12 @@ def test_a_lesson_whose_sources_are_not_among_the_candidates_keeps_its_score() -
     found = [_lesson(0.9, "gone"), Found(other, same), *_background(2)]
     top = cut(found, HOW, HashEmbedder(8))[0].item
     assert (top.id, top.score) == ("decisions/lesson", 0.9)
+
+
+def test_top_k_places_go_to_distinct_memories() -> None:
+    """Two items of one text are one memory: with two places, the second goes to the next
+    distinct item, not to the copy that packing would drop (a context of one item)."""
+    found = scored(0.9, 0.85, 0.8, *[0.1] * 60)
+    found[1] = dataclasses.replace(found[1], item=dataclasses.replace(found[1].item, text="item 0"))
+    two = dataclasses.replace(HOW, top_k=2)
+    assert kept(found, two) == ["e000", "e002"]

@@ -31,6 +31,10 @@ Items are ranked by score. Then, in order:
   far above a weak background and fewer where many score alike. A store with fewer
   candidates than one signal's pool shows no background (its candidates are everything it
   holds, related or not): there the floor is half the best score;
+* **one item per memory** (:func:`~omoide.recall.packing.dedupe`: a document made from an
+  episode and that episode, two items of the same text): the first of each stays, so the
+  ``top_k`` places go to distinct memories, and of identical texts the one a restatement
+  moved first (the newest) is the one kept;
 * at most ``top_k`` items.
 
 The session's pins and recent messages (working memory) are not cut: they come first.
@@ -45,6 +49,7 @@ from functools import cache
 import numpy as np
 
 from omoide.providers.embeddings import Embedder
+from omoide.recall.packing import dedupe
 from omoide.recall.sources import Found
 from omoide.text.fulltext import content_terms, index_text
 from omoide.text.relevance import languages, same_language, word_share
@@ -73,13 +78,13 @@ class Cut:
 def cut(found: Sequence[Found], how: Cut, embedder: Embedder, query: str = "") -> list[Found]:
     """The items a recall returns, best first (see the module's docstring); ``query`` is the
     question, whose words a restatement must hold."""
-    kept = [f for f in found if f.item.layer == "working"]
+    kept = sorted((f for f in found if f.item.layer == "working"), key=lambda f: -f.item.score)
     ranked = sorted(
         (f for f in found if f.item.layer != "working"),
         key=lambda f: (-f.item.score, f.item.layer, f.item.id),
     )
     if not ranked:
-        return sorted(kept, key=lambda f: -f.item.score)
+        return _distinct(kept)
     ranked = _below_sources(ranked)
     floor = max(how.min_score, _relative_floor(ranked, how.relative_floor, how.pool))
     ranked = _current_first(ranked)
@@ -99,7 +104,15 @@ def cut(found: Sequence[Found], how: Cut, embedder: Embedder, query: str = "") -
         similar = _similarity(ranked, embedder) if how.diversity else None
     if similar is not None and how.diversity > 0:
         ranked = _diverse(ranked, similar, how.diversity, how.top_k)
-    return sorted(kept, key=lambda f: -f.item.score) + ranked[: how.top_k]
+    out = _distinct(kept + ranked)
+    working = [f for f in out if f.item.layer == "working"]
+    return working + [f for f in out if f.item.layer != "working"][: how.top_k]
+
+
+def _distinct(found: list[Found]) -> list[Found]:
+    """``found`` with one item per memory, the first of each (see :func:`dedupe`)."""
+    first = {id(item) for item in dedupe([f.item for f in found])}
+    return [f for f in found if id(f.item) in first]
 
 
 def _relative_floor(ranked: Sequence[Found], share: float, pool: int) -> float:

@@ -41,7 +41,7 @@ from omoide.providers.tokens import BlockBound
 from omoide.recall import sources
 from omoide.recall.context import Context, ContextItem
 from omoide.recall.cut import Cut, cut
-from omoide.recall.packing import dedupe, pack
+from omoide.recall.packing import pack
 from omoide.recall.route import route
 from omoide.recall.scoring import score
 from omoide.recall.sources import Asked, Found, MemoryParts
@@ -123,7 +123,7 @@ class Recall:
             found += sources.procedures(mem, asked, self._procedure_vectors)
         ranked = [f.item for f in cut(score(found, plan, config), how, mem.embedder, query)]
         items, rendered, used = pack(
-            query, reader or OPERATOR, dedupe(ranked), budget, mem.token_counter, self._bound
+            query, reader or OPERATOR, ranked, budget, mem.token_counter, self._bound
         )
         # The accesses and the log entry are written in one transaction: one commit per
         # recall rather than one for each.
