@@ -204,8 +204,8 @@ def report(played: Sequence[Played], *, partial: bool = False) -> str:
 def _causes(p: Played) -> str:
     """The tally of one scenario's losses by cause, with a few examples each."""
     head = (
-        f"**{p.name}**: {len(p.fates)} questions answered by the baseline and missed with "
-        "maintenance, by the fate of their gold item:"
+        f"**{p.name}**: {len(p.fates)} question{'' if len(p.fates) == 1 else 's'} answered by "
+        "the baseline and missed with maintenance, by the fate of their gold item:"
     )
     if not p.fates:
         return head + " none."

@@ -14,6 +14,7 @@ def test_identifiers_are_tokens_with_digits() -> None:
     assert identifiers("請求書INV-003-ceoを支払った: ¥120,000") == {"inv-003-ceo", "120,000"}
     assert identifiers("hrの決定: Q1 priorityは「security before performance」") == {"q1"}
     assert identifiers("Processed the support queue.") == frozenset()
+    assert identifiers("PO#5395で発注データが二重に") == {"po#5395"}
 
 
 def test_tokens_keep_their_case_and_first_order() -> None:

@@ -12,6 +12,7 @@ from omoide.errors import UnknownLayerError, ValidationError
 from omoide.recall.route import route
 from omoide.text.fulltext import content_terms, coverage
 from omoide.text.relevance import word_share
+from omoide.text.timeexpr import find_time_range
 
 pytestmark = pytest.mark.both_engines
 
@@ -490,6 +491,7 @@ def test_router_settings_validate() -> None:
         {"present_freshness_prior": 2},
         {"restated_similarity": 1.2},
         {"restated_similarity_across_languages": -0.1},
+        {"other_identifier_factor": 1.5},
     ):
         with pytest.raises(ConfigError):
             Config.from_dict({"router": bad})
@@ -632,3 +634,47 @@ def test_episodes_are_ranked_by_the_share_of_the_questions_words_their_key_holds
 
     pottery = {c.episode.id: c for c in mem.episodic.candidates("pottery class")}
     assert word_share(content_terms("pottery class"), pottery["t1"].key) == 1.0
+
+
+def test_items_naming_another_identifier_of_the_asked_form_rank_below(
+    mem: Memory, clock: ManualClock
+) -> None:
+    """Asked how HX-151 was fixed four weeks ago, recall returns that incident's report and
+    its fix (a later episode) and not the reports of other incidents opened in the same week,
+    which share the question's words and read alike: they name another code of its form."""
+    now = clock.now()
+    question = "What was the remedy for HX-151 four weeks ago?"
+    week = find_time_range(question, now)
+    assert week is not None and week.end < now - timedelta(days=10)
+    for n in range(12):
+        mem.episodic.record(
+            "buyer",
+            "error",
+            f"Opened HX-1{60 + n}: the purchase order on PO#{4000 + 37 * n} is stuck in pending.",
+            timestamp=week.start + timedelta(days=2, hours=n),
+        )
+    mem.episodic.record(
+        "buyer",
+        "error",
+        "Opened HX-151: the purchase order on PO#2071 is stuck in pending.",
+        id="report",
+        timestamp=week.start + timedelta(days=1),
+    )
+    mem.episodic.record(
+        "itops",
+        "success",
+        "HX-151 closed: on PO#2071 we re-sent the EDI file.",
+        id="fix",
+        timestamp=now - timedelta(days=10),
+    )
+    for n in range(40):
+        mem.episodic.record(
+            "crew",
+            "note",
+            f"Loaded trailer {n} at the north dock.",
+            timestamp=now - timedelta(n % 30),
+        )
+    assert mem.recall(question, agent_name="buyer", layers=["episodic"]).ids() == ["report", "fix"]
+    everything = mem.recall(question, agent_name="buyer", layers=["episodic"], min_score=0.0)
+    others = [i for i in everything.items if i.text.startswith("Opened HX-1") and i.id != "report"]
+    assert others and all("names another identifier" in i.why for i in others)

@@ -393,6 +393,7 @@ def _check_router(r: RouterConfig) -> None:
         raise ConfigError("router.time_range_boost: expected a number within [0, 10]")
     for name in (
         "superseded_factor",
+        "other_identifier_factor",
         "min_score",
         "relative_floor",
         "diversity",

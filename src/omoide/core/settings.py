@@ -352,6 +352,12 @@ class RouterConfig:
     time_range_boost: float = 0.5
     #: Relevance of a superseded version of a fact is multiplied by this.
     superseded_factor: float = 0.5
+    #: Relevance of an item that names none of the identifiers a question asks about but
+    #: another of the same form (``HX-166`` when ``HX-162`` was asked for, ``rack C7`` for
+    #: ``rack C2``: another incident, another place) is multiplied by this (1: off). Words
+    #: and meaning rate such an item as highly as the one asked for; the identifier says
+    #: it is about something else (:func:`omoide.text.identifiers.names_another`).
+    other_identifier_factor: float = 0.5
     #: The cut: at most ``top_k`` items, each scoring at least ``min_score`` and at least
     #: ``relative_floor`` of the way from the candidates' median score to the best item's
     #: (half the best score in a store with fewer candidates than ``candidate_pool``).

@@ -22,6 +22,7 @@ from datetime import datetime
 from functools import lru_cache
 
 from omoide.core.settings import RouterConfig
+from omoide.text.identifiers import identifier_tokens
 from omoide.text.timeexpr import TimeRange, find_time_range
 
 __all__ = ["Route", "route"]
@@ -38,6 +39,8 @@ class Route:
     howto: bool = False
     #: The question asks about the present state of things (see the module's docstring).
     present: bool = False
+    #: The identifiers the question names (:func:`omoide.text.identifiers.identifier_tokens`).
+    identifiers: tuple[str, ...] = ()
 
 
 @lru_cache(maxsize=16)
@@ -102,7 +105,7 @@ def route(query: str, now: datetime, config: RouterConfig | None = None) -> Rout
         weights.update(howto_weights)
         reasons["procedural"] = "the question asks how to do something"
     present = _present(folded, past, time_range, config)
-    return Route(weights, reasons, time_range, past, howto, present)
+    return Route(weights, reasons, time_range, past, howto, present, tuple(identifier_tokens(text)))
 
 
 _DEFAULTS = {"working": 1.0, "episodic": 0.9, "semantic": 1.0, "procedural": 0.6}

@@ -16,7 +16,10 @@ question is about (nor a newer episode above which it would otherwise not rank).
   the present (:attr:`Route.present <omoide.recall.route.Route.present>`: of statements of a
   fact the newest answers it), else ``router.freshness_prior``;
 * time — ``1 + router.time_range_boost`` for an item inside the time range the question names;
-* version — ``router.superseded_factor`` for a superseded version of a fact.
+* version — ``router.superseded_factor`` for a superseded version of a fact;
+* identifiers — ``router.other_identifier_factor`` for an item that names none of the
+  identifiers the question asks about but another of the same form (another incident code,
+  another rack): words and meaning cannot tell ``HX-166`` from ``HX-162``.
 
 Working memory is not scored: the session's pins come first, then its recent messages.
 Each item's ``why`` says which signals made its score, with their values.
@@ -31,6 +34,7 @@ from omoide.core.settings import RouterConfig
 from omoide.recall.context import ContextItem
 from omoide.recall.route import Route
 from omoide.recall.sources import Found
+from omoide.text.identifiers import names_another
 from omoide.text.relevance import prior
 
 __all__ = ["score", "weighs_as"]
@@ -79,6 +83,13 @@ def score(found: Sequence[Found], route: Route, config: RouterConfig) -> list[Fo
         if signals.get("current", 1.0) == 0.0:
             value *= config.superseded_factor
             parts.append("superseded by a newer version")
+        if (
+            route.identifiers
+            and config.other_identifier_factor < 1.0
+            and names_another(route.identifiers, item.text)
+        ):
+            value *= config.other_identifier_factor
+            parts.append("names another identifier than the question's")
         if weight != 1.0:
             parts.append(f"layer weight {weight:g}")
         why = f"{item.why}; {', '.join(parts)}" if item.why else ", ".join(parts)

@@ -1,10 +1,12 @@
 """Identifiers: the tokens of a text that name one specific thing.
 
 Any run of ASCII letters and digits with at least one digit, possibly joined by ``-`` ``.``
-``,`` ``:`` or ``/`` — incident codes (``E-04512``), invoice numbers (``INV-003-ceo``),
-versions (``2.3.1``), amounts (``1,200``), quarters (``Q3``). Distillation never merges
-episodes naming different identifiers (:mod:`omoide.pipelines.distill`). Recall has no rule
-of its own for them: an identifier is a rare word, which full text finds.
+``,`` ``:`` ``/`` or ``#`` — incident codes (``E-04512``), invoice and order numbers
+(``INV-003-ceo``, ``PO#5395``), versions (``2.3.1``), amounts (``1,200``), quarters (``Q3``).
+Distillation never merges episodes naming different identifiers
+(:mod:`omoide.pipelines.distill`). Recall ranks down an item that names another identifier of
+the form a question asks about (``router.other_identifier_factor``,
+:mod:`omoide.recall.scoring`): full text and meaning rate ``HX-166`` as they rate ``HX-162``.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from collections.abc import Iterable
 
 __all__ = ["form", "identifier_tokens", "identifiers", "names_another"]
 
-_IDENTIFIER = re.compile(r"[A-Za-z0-9]+(?:[-.,:/][A-Za-z0-9]+)*")
+_IDENTIFIER = re.compile(r"[A-Za-z0-9]+(?:[-.,:/#][A-Za-z0-9]+)*")
 _DIGIT = re.compile(r"[0-9]")
 
 
