@@ -17,7 +17,7 @@ from collections.abc import Iterable
 __all__ = ["form", "identifier_tokens", "identifiers", "names_another"]
 
 _IDENTIFIER = re.compile(r"[A-Za-z0-9]+(?:[-.,:/#][A-Za-z0-9]+)*")
-_DIGIT = re.compile(r"[0-9]")
+_DIGITS = re.compile(r"[0-9]+")
 
 
 def identifier_tokens(text: str) -> list[str]:
@@ -32,8 +32,10 @@ def identifiers(text: str) -> frozenset[str]:
 
 
 def form(identifier: str) -> str:
-    """The form of an identifier: case-folded, every digit a ``0`` (``E-03424`` → ``e-00000``)."""
-    return _DIGIT.sub("0", identifier.casefold())
+    """The form of an identifier: case-folded, every run of digits one ``0`` (``E-03424`` →
+    ``e-0``): how many digits a number has does not make it another kind of thing
+    (``HX-87`` and ``HX-108``, ``PO#889`` and ``PO#5868``)."""
+    return _DIGITS.sub("0", identifier.casefold())
 
 
 def names_another(asked: Iterable[str], text: str) -> bool:
