@@ -7,7 +7,6 @@ Items are ranked by score. Then, in order:
   as of when they said it: maintenance must not change what a recall puts first), and for
   restatements it is alike whatever one of those sources is alike — so a newer statement
   that restates the episodes a lesson was drawn from restates the lesson too;
-
 * **current versions first**: a superseded version of a fact never ranks above the current
   version of its subject, which moves right above it;
 * **restatements** (``router.restated_similarity`` > 0, for a question about the present,
