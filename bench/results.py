@@ -66,6 +66,14 @@ def write_section(name: str, body: str) -> Path:
     return RESULTS
 
 
+def publish(name: str, body: str, *, write: bool) -> None:
+    """Print a benchmark's ``body`` and, when ``write``, make it section ``name`` of
+    bench/RESULTS.md (the ``--no-write`` switch of every benchmark)."""
+    print(body)
+    if write:
+        write_section(name, body)
+
+
 def terminate(process: subprocess.Popen[Any], timeout: float = 60) -> None:
     """Stop a process a benchmark started: SIGTERM, then SIGKILL if it has not exited in
     ``timeout`` seconds."""

@@ -30,7 +30,7 @@ from typing import Any
 
 import httpx
 
-from bench.results import machine, table, terminate, write_section
+from bench.results import machine, publish, table, terminate
 
 ROOT = Path(__file__).resolve().parent.parent
 AGENTS = ("admin", "ceo", "cto", "designer")
@@ -583,9 +583,7 @@ def main(argv: list[str] | None = None) -> int:
             table(("finding", "what holds now"), CHANGED),
         ]
     )
-    print(body)
-    if not args.no_write:
-        write_section("security", body)
+    publish("security", body, write=not args.no_write)
     return 0
 
 
