@@ -86,7 +86,9 @@ def test_the_same_answers_as_the_in_memory_matrix(
             expected = matrix.episodic.recall(question, top_k=5, touch=False, **given)
             found = chroma.episodic.recall(question, top_k=5, touch=False, **given)
             assert [e.id for e in found] == [e.id for e in expected], (question, given)
-            assert [e.score for e in found] == pytest.approx([e.score for e in expected])
+            # Both compute the cosine in float32, by different code (ChromaDB's SIMD distance,
+            # numpy's matrix product): the scores agree to float32 precision, not to 1e-6.
+            assert [e.score for e in found] == pytest.approx([e.score for e in expected], abs=1e-5)
             if given.get("reader") == "intern":
                 assert "secret" not in {e.id for e in found}
         asked = {"agent_name": "intern", "layers": ["episodic"], "top_k": 5}
