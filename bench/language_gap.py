@@ -35,7 +35,7 @@ def samples(locomo_path: Path, jsquad_path: Path, size: int, seed: int = 7) -> d
     conversations = locomo.load(locomo_path)[:5]  # the tuning side only
     en_questions = [q["question"] for c in conversations for q in c["questions"]]
     en_passages = [t["text"] for c in conversations for t in c["turns"]]
-    paragraphs, asked = jsquad.load(jsquad_path, count=10**6, seed=seed)
+    paragraphs, asked = jsquad.load(jsquad_path, count=10**6, seed=seed)  # every question
     rng = random.Random(seed)
     return {
         "en_q": rng.sample(en_questions, size),
@@ -60,6 +60,7 @@ def cosines(texts: dict[str, list[str]]) -> dict[tuple[str, str], npt.NDArray[np
 
 
 def report(sims: dict[tuple[str, str], npt.NDArray[np.float32]], size: int) -> str:
+    """The section: each pair's cosines, and the gap for each question language."""
     rows = []
     for (q, p), s in sims.items():
         rows.append(
