@@ -15,6 +15,7 @@ __all__ = [
     "FOOTER",
     "Context",
     "ContextItem",
+    "context_header_parts",
     "header_parts",
     "render_context",
     "render_header",
@@ -94,7 +95,13 @@ def _attr(value: str) -> str:
 
 def render_header(query: str, agent: str) -> str:
     """The opening of a rendered context: who asked what, and how to read what follows."""
-    return f'<memories for="{_attr(agent)}" query="{_attr(query[:200])}">\n{_PREAMBLE}'
+    return "".join(context_header_parts(query, agent))
+
+
+def context_header_parts(query: str, agent: str) -> list[str]:
+    """:func:`render_header` in pieces, each starting at a space or a newline (so a token
+    counter counts them apart, and the preamble's count is kept)."""
+    return [f'<memories for="{_attr(agent)}"', f' query="{_attr(query[:200])}">', f"\n{_PREAMBLE}"]
 
 
 FOOTER = "</memories>"

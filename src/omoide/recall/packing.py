@@ -10,6 +10,7 @@ from omoide.providers.tokens import BlockBound, TokenCounter, count_rendered
 from omoide.recall.context import (
     FOOTER,
     ContextItem,
+    context_header_parts,
     header_parts,
     render_context,
     render_header,
@@ -43,8 +44,9 @@ def pack(
     count = counter.count
     bound = bound or BlockBound(counter)
     head = render_header(query, agent)
-    frame = count(head) + count(FOOTER)
-    used = frame + 2
+    # The frame and each item's opening tag, as header parts: the parts that repeat (the
+    # preamble, the footer, a layer, an author, a position) are counted once per process.
+    used = bound.bound(0, *context_header_parts(query, agent)) + bound.part(FOOTER) + 2
     chosen: list[ContextItem] = []
     blocks: list[str] = []
     misses = 0
@@ -54,8 +56,8 @@ def pack(
         n = len(chosen) + 1
         body = item.tokens or count_rendered(counter, item.text)
         *opening, tail = header_parts(n, item)
-        # The opening tag names the item (counted whole, once); the closing one repeats.
-        tokens = body + count("".join(opening)) + bound.part(tail) + 2 + 1
+        # Parts and joins bound the block; one more for its join to the next.
+        tokens = bound.bound(body, *opening, tail) + 1
         truncated = False
         block = ""
         if used + tokens > budget:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 
 __all__ = ["form", "identifier_tokens", "identifiers", "names_another"]
 
@@ -22,15 +23,21 @@ _DIGITS = re.compile(r"[0-9]+")
 
 def identifier_tokens(text: str) -> list[str]:
     """The identifiers in ``text`` as written, each once, in order of appearance."""
-    found = (t for t in _IDENTIFIER.findall(text) if any(c.isdigit() for c in t))
+    if not _DIGITS.search(text):  # most texts name none: skip the tokenising
+        return []
+    found = (t for t in _IDENTIFIER.findall(text) if _DIGITS.search(t))
     return list(dict.fromkeys(found))
 
 
+@lru_cache(maxsize=16_384)
 def identifiers(text: str) -> frozenset[str]:
-    """The identifiers ``text`` names, case-folded (for comparing two texts)."""
+    """The identifiers ``text`` names, case-folded (for comparing two texts); remembered, as
+    every recall asking for an identifier reads them from each candidate, and candidates
+    recur."""
     return frozenset(token.casefold() for token in identifier_tokens(text))
 
 
+@lru_cache(maxsize=16_384)
 def form(identifier: str) -> str:
     """The form of an identifier: case-folded, every run of digits one ``0`` (``E-03424`` →
     ``e-0``): how many digits a number has does not make it another kind of thing
@@ -44,8 +51,8 @@ def names_another(asked: Iterable[str], text: str) -> bool:
     another incident or quarter. Only asked identifiers with a letter have a form worth
     comparing (plain numbers such as years or amounts do not)."""
     wanted = {a.casefold() for a in asked}
-    held = identifiers(text)
-    if held & wanted:
-        return False
     forms = {form(a) for a in wanted if any(c.isalpha() for c in a)}
-    return any(form(h) in forms for h in held)
+    if not forms:
+        return False
+    held = identifiers(text)
+    return not held & wanted and any(form(h) in forms for h in held)
