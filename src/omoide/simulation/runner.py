@@ -239,15 +239,7 @@ class _SharedPassages(Embedder):
         super().__init__()
         self._inner = inner
         self._passages = passages
-        for name in (
-            "name",
-            "dimension",
-            "max_tokens",
-            "passage_similarity_floor",
-            "query_similarity_floor",
-            "query_similarity_ceiling",
-        ):
-            setattr(self, name, getattr(inner, name))
+        self.describe_as(inner)
 
     def embed_batch(self, texts: Sequence[str], kind: EmbedKind = "passage") -> Vectors:
         if kind != "passage":
