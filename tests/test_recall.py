@@ -529,14 +529,15 @@ def test_an_identifier_finds_its_episodes_across_languages(mem: Memory) -> None:
 
 
 def test_documents_are_found_and_ranked_by_their_words(mem: Memory) -> None:
-    """Sixty Japanese budget decisions crowd an English one out of the twenty nearest; its
-    name, shared with the question, finds it by full text. Relevance is the mean of words
-    (BM25 relative to the best candidate, times the share of the question's content words
-    held) and meaning."""
+    """Sixty budget decisions of projects with names alike (Fenrir, Fenix, …) crowd Fennec's
+    out of the twenty nearest in meaning; its name, shared with the question, finds it by full
+    text. Relevance is the mean of words (BM25 relative to the best candidate, times the share
+    of the question's content words held) and meaning."""
+    names = ["Fenrir", "Fenix", "Fender", "Fenway", "Fenna"]
     for i in range(60):
         mem.semantic.store(
             "decisions",
-            [f"AGENT{i}の決定: 第1四半期の予算は広告費の削減とする（案{i}）。"],
+            [f"{names[i % len(names)]}{i}の予算: 第1四半期は広告費の削減とする（案{i}）。"],
             agent_name=f"agent{i}",
         )
     mem.semantic.store(
