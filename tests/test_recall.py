@@ -11,7 +11,7 @@ from omoide.core.models import LAYERS
 from omoide.errors import UnknownLayerError, ValidationError
 from omoide.recall.route import route
 from omoide.text.fulltext import content_terms, coverage
-from omoide.text.relevance import word_share
+from omoide.text.relevance import relevance, word_share
 from omoide.text.timeexpr import find_time_range
 
 pytestmark = pytest.mark.both_engines
@@ -570,7 +570,8 @@ def test_documents_are_found_and_ranked_by_their_words(mem: Memory) -> None:
 
 def test_a_text_in_another_language_is_judged_by_its_meaning(mem: Memory) -> None:
     """A document in the other language cannot share the question's words: its relevance is
-    its meaning alone, not halved by the words it cannot hold."""
+    its meaning squared (a close translation keeps most of it, a vague likeness little) or,
+    where that is higher, the mean of words and meaning any text gets."""
     docs = {
         "oncall-ja": "on-call当番は週替わりの4人体制とする。",
         "hiring-ja": "採用はバックエンドエンジニア2名とする。",
@@ -584,8 +585,9 @@ def test_a_text_in_another_language_is_judged_by_its_meaning(mem: Memory) -> Non
     items = {i.id.split("/", 1)[1]: i for i in other.items}
     english = items["rotation-en"]
     assert english.signals["words"] == 0.0
-    assert english.signals["relevance"] == pytest.approx(english.signals["meaning"], abs=1e-6)
-    assert english.score > english.signals["meaning"] / 2  # not halved by the words it lacks
+    meaning = english.signals["meaning"]
+    expected = max(meaning * meaning, meaning / 2)
+    assert english.signals["relevance"] == pytest.approx(expected, abs=1e-6)
     hiring = items.get("hiring-ja")
     if hiring is not None:  # same language: words and meaning averaged
         expected = (hiring.signals["words"] + hiring.signals["meaning"]) / 2
@@ -682,3 +684,14 @@ def test_items_naming_another_identifier_of_the_asked_form_rank_below(
     everything = mem.recall(question, agent_name="buyer", layers=["episodic"], min_score=0.0)
     others = [i for i in everything.items if i.text.startswith("Opened HX-1") and i.id != "report"]
     assert others and all("names another identifier" in i.why for i in others)
+
+
+def test_meaning_alone_counts_squared_across_languages() -> None:
+    """Across languages a close translation keeps most of its meaning as relevance, a vague
+    likeness little; within one language words and meaning are averaged."""
+    across = {m: relevance(0.0, m, dense_weight=1.0, comparable=False) for m in (0.9, 0.6, 0.3)}
+    assert across[0.9] == pytest.approx(0.81) and across[0.6] == pytest.approx(0.36)
+    assert across[0.3] == pytest.approx(0.15)  # the mean of words and meaning is higher
+    assert relevance(0.0, 0.9, dense_weight=1.0, comparable=True) == pytest.approx(0.45)
+    # words it does share (a name, a number) count as for any text
+    assert relevance(0.8, 0.5, dense_weight=1.0, comparable=False) == pytest.approx(0.65)

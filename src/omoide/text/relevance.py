@@ -13,9 +13,14 @@ rates relevance with :func:`relevance`, from two signals in [0, 1]:
 
 Relevance is their weighted mean, ``(words + dense_weight × meaning) / (1 + dense_weight)``,
 except for a text in another language than the question (:func:`same_language`): it cannot be
-expected to share the question's words, so its relevance is its meaning, or the mean when the
-words it does share (a name, a number, an identifier) make that higher. Priors then multiply
-relevance: :func:`prior` (a writer's importance, an item's recency), 1 at their neutral value.
+expected to share the question's words, so its relevance is its meaning squared, or the mean
+when the words it does share (a name, a number, an identifier) make that higher. Squared,
+because meaning alone is less evidence than words and meaning that agree: a translation of
+the answer (meaning 0.9) keeps most of it (0.81), a vague likeness (0.4) little (0.16), where
+a text in the question's language with no word of it gets half its meaning. (The embedder
+removes the model's language axis, so meaning across the two languages is on the scale of
+meaning within one: :mod:`omoide.providers.language_axis`.) Priors then multiply relevance:
+:func:`prior` (a writer's importance, an item's recency), 1 at their neutral value.
 """
 
 from __future__ import annotations
@@ -92,9 +97,10 @@ def words_signal(bm25: float, best: float, share: float) -> float:
 
 def relevance(words: float, meaning: float, *, dense_weight: float, comparable: bool) -> float:
     """Words and meaning fused (see the module's docstring); ``comparable`` False for a text
-    in another language than the question, whose missing words take nothing away."""
+    in another language than the question, rated by its meaning squared (or the fused value,
+    if the words it shares make that higher)."""
     fused = (words + dense_weight * meaning) / (1 + dense_weight)
-    return fused if comparable else max(meaning, fused)
+    return fused if comparable else max(meaning * meaning, fused)
 
 
 def prior(value: float, strength: float) -> float:
