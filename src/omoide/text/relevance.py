@@ -16,8 +16,8 @@ except for a text in another language than the question (:func:`same_language`):
 expected to share the question's words, so its relevance is its meaning squared, or the mean
 when the words it does share (a name, a number, an identifier) make that higher. Squared,
 because meaning alone is less evidence than words and meaning that agree: a translation of
-the answer (meaning 0.9) keeps most of it (0.81), a vague likeness (0.4) little (0.16), where
-a text in the question's language with no word of it gets half its meaning. (The embedder
+the answer (meaning 0.9) keeps most of it (0.81), a vague likeness (0.4) no more than a text
+in the question's language without its words gets (half its meaning, 0.2). (The embedder
 removes the model's language axis, so meaning across the two languages is on the scale of
 meaning within one: :mod:`omoide.providers.language_axis`.) Priors then multiply relevance:
 :func:`prior` (a writer's importance, an item's recency), 1 at their neutral value.
