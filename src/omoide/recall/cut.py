@@ -17,7 +17,9 @@ Items are ranked by score. Then, in order:
   statement and moves right above the older one — when it holds at least as many of the
   question's words as the older one: two reports that differ in the very identifier the
   question names ("incident 1234 fixed by …" and "incident 5678 fixed by …") are alike, but
-  the newer one does not restate the older. As the current version of a fact passes the
+  the newer one does not restate the older. Across languages only the words both write
+  alike count (numbers, codes): a statement in the other language holds none of the
+  question's other words whatever it says. As the current version of a fact passes the
   floor with its superseded one, a restatement passes it with the item it restates;
 * **diversity** (``router.diversity`` > 0, maximal marginal relevance): each next item is the
   one whose score minus ``diversity`` times its similarity to the items already taken is
@@ -137,20 +139,45 @@ def _restated(
 ) -> tuple[list[Found], np.ndarray]:
     """The ``candidates`` that pass the floor, with each newer restatement of one of them
     (it is the current statement of what that item says), newer statements first."""
-    terms = content_terms(query)
     similar = _similarity(candidates, embedder)
     alike = _with_sources(candidates, _alike(candidates, similar, how))
-
-    @cache
-    def share(i: int) -> float:  # read only for the pairs alike enough to compare
-        return word_share(terms, index_text(candidates[i].item.text))
-
-    kept = _with_restatements(candidates, [passes(f) for f in candidates], alike, share)
+    holds = _holds_as_much(candidates, query)
+    kept = _with_restatements(candidates, [passes(f) for f in candidates], alike, holds)
     chosen = [i for i, ok in enumerate(kept) if ok]
     picked = np.ix_(chosen, chosen)
     return _newer_first(
-        [candidates[i] for i in chosen], similar[picked], alike[picked], lambda i: share(chosen[i])
+        [candidates[i] for i in chosen],
+        similar[picked],
+        alike[picked],
+        lambda b, a: holds(chosen[b], chosen[a]),
     )
+
+
+def _holds_as_much(found: Sequence[Found], query: str) -> Callable[[int, int], bool]:
+    """``holds(b, a)``: item ``b`` holds at least as many of the question's words as item
+    ``a`` — of all its content words when the two are in one language, of the words either
+    language writes alike (numbers, codes; a Japanese question's Latin names) when not: a
+    statement in the other language holds none of the question's other words, whatever it
+    says, and must not lose to an older one for that."""
+    terms = content_terms(query)
+    if languages(query) & {"cjk"}:
+        neutral = [t for t in terms if t.isascii()]
+    else:
+        neutral = [t for t in terms if any(c.isdigit() for c in t)]
+
+    @cache
+    def share(i: int, which: str) -> float:  # read only for the pairs alike enough to compare
+        return word_share(terms if which == "all" else neutral, index_text(found[i].item.text))
+
+    @cache
+    def script(i: int) -> frozenset[str]:
+        return languages(found[i].item.text)
+
+    def holds(b: int, a: int) -> bool:
+        which = "all" if same_language(script(a), script(b)) else "neutral"
+        return share(b, which) >= share(a, which)
+
+    return holds
 
 
 def _alike(found: Sequence[Found], similar: np.ndarray, how: Cut) -> np.ndarray:
@@ -219,7 +246,7 @@ def _with_restatements(
     ranked: Sequence[Found],
     passes: list[bool],
     alike: np.ndarray,
-    share: Callable[[int], float],
+    holds: Callable[[int, int], bool],
 ) -> list[bool]:
     """``passes``, and also each item that restates one that passes (newer, ``alike`` in
     meaning, holding at least as many of the question's words)."""
@@ -231,7 +258,7 @@ def _with_restatements(
     restates = alike & kept[:, None] & (times[:, None] < times[None, :])
     out = list(passes)
     for b in np.flatnonzero(~kept & restates.any(axis=0)):
-        out[b] = any(share(int(b)) >= share(int(a)) for a in np.flatnonzero(restates[:, b]))
+        out[b] = any(holds(int(b), int(a)) for a in np.flatnonzero(restates[:, b]))
     return out
 
 
@@ -264,11 +291,11 @@ def _similarity(found: Sequence[Found], embedder: Embedder) -> np.ndarray:
 
 
 def _newer_first(
-    ranked: list[Found], similar: np.ndarray, alike: np.ndarray, share: Callable[[int], float]
+    ranked: list[Found], similar: np.ndarray, alike: np.ndarray, holds: Callable[[int, int], bool]
 ) -> tuple[list[Found], np.ndarray]:
     """Each item that restates an older one ranked above it moves right above that one
-    (``alike``: the pairs alike enough; ``share(i)``: the share of the question's words item
-    ``i`` holds)."""
+    (``alike``: the pairs alike enough; ``holds(b, a)``: ``b`` holds as many of the question's
+    words as ``a``, :func:`_holds_as_much`)."""
     order = list(range(len(ranked)))
     restates: dict[int, int] = {}  # moved item -> the older statement it moved above
     i = 0
@@ -283,7 +310,7 @@ def _newer_first(
                 and when_b is not None
                 and when_b > when_a
                 and alike[a, b]
-                and share(b) >= share(a)
+                and holds(b, a)
             ):
                 order.insert(i, order.pop(j))
                 restates.setdefault(b, a)
