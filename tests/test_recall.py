@@ -494,6 +494,7 @@ def test_router_settings_validate() -> None:
         {"present_freshness_prior": 2},
         {"restated_similarity": 1.2},
         {"restated_similarity_across_languages": -0.1},
+        {"restated_wording": 1.5},
         {"other_identifier_factor": 1.5},
     ):
         with pytest.raises(ConfigError):

@@ -144,6 +144,31 @@ def test_a_statement_in_the_other_language_is_not_held_to_the_question_s_words()
         assert ids == (["new", "old"] if restated else ["old"]), question
 
 
+def test_one_sentence_with_another_value_is_a_restatement_however_the_model_rates_it() -> None:
+    """The same sentence naming another room rates under the similarity bar (0.6 here, the
+    bar 0.8), yet it is the newer statement of the fact: its words, the values aside, are
+    the older one's. A sentence about something else at the same similarity is not."""
+    first = np.zeros(8, np.float32)
+    first[0] = 1.0
+    near = np.zeros(8, np.float32)
+    near[0], near[1] = 0.6, 0.8
+    older = "Reminder: the weekly operations meeting is held in room B-204."
+    question = "Where is the weekly operations meeting held?"
+    for newer, wording, restated in (
+        ("Reminder: the weekly operations meeting is held in room C-310.", 0.8, True),
+        ("Reminder: the weekly operations meeting is held in room C-310.", 0.0, False),
+        ("The quarterly budget review with finance is held in room C-310.", 0.8, False),
+    ):
+        how = dataclasses.replace(HOW, restated_similarity=0.8, restated_wording=wording)
+        found = [
+            Found(ContextItem("episodic", "old", older, 0.9, "", timestamp=DAY), first),
+            Found(ContextItem("episodic", "new", newer, 0.2, "", timestamp=LATER), near),
+            *_background(2),
+        ]
+        ids = [f.item.id for f in cut(found, how, HashEmbedder(8), question)]
+        assert ids == (["new", "old"] if restated else ["old"]), (newer, wording)
+
+
 def _background(first_axis: int) -> list[Found]:
     """Sixty unrelated items, each alike only to itself."""
     out = []

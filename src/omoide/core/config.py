@@ -399,6 +399,7 @@ def _check_router(r: RouterConfig) -> None:
         "diversity",
         "restated_similarity",
         "restated_similarity_across_languages",
+        "restated_wording",
     ):
         _unit(getattr(r, name), f"router.{name}")
     for name in ("layer_weights", "past_weights", "howto_weights"):

@@ -378,6 +378,11 @@ class RouterConfig:
     #: 0.70) and 99 % of its unrelated pairs across the languages under 0.33: the bar sits
     #: between them.
     restated_similarity_across_languages: float = 0.5
+    #: Two texts in one language whose words agree this much, numbers and codes aside (shared
+    #: words over all their words), are one statement with other values — "… held in room
+    #: B-204." and "… held in room C-310." — however the model rates them (0.73 alike, under
+    #: ``restated_similarity``); 0: off. Read only for pairs at least 0.5 alike in meaning.
+    restated_wording: float = 0.8
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,12 @@ Items are ranked by score. Then, in order:
   statement and moves right above the older one — when it holds at least as many of the
   question's words as the older one: two reports that differ in the very identifier the
   question names ("incident 1234 fixed by …" and "incident 5678 fixed by …") are alike, but
-  the newer one does not restate the older. Across languages only the words both write
-  alike count (numbers, codes): a statement in the other language holds none of the
-  question's other words whatever it says. As the current version of a fact passes the
+  the newer one does not restate the older. Two texts in one language whose words agree
+  but for their numbers and codes (``router.restated_wording``: "… held in room B-204." and
+  "… held in room C-310.") are one statement with other values, however alike the model
+  rates them. Across languages only the words both write alike count (numbers, codes): a
+  statement in the other language holds none of the question's other words whatever it
+  says. As the current version of a fact passes the
   floor with its superseded one, a restatement passes it with the item it restates;
 * **diversity** (``router.diversity`` > 0, maximal marginal relevance): each next item is the
   one whose score minus ``diversity`` times its similarity to the items already taken is
@@ -45,7 +48,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from functools import cache
+from functools import cache, lru_cache
 
 import numpy as np
 
@@ -59,6 +62,9 @@ __all__ = ["Cut", "cut"]
 
 #: The floor of a store too small to show a background, as a share of the best score.
 SMALL_STORE_FLOOR = 0.5
+#: Only pairs at least this alike in meaning (calibrated) are compared word by word for
+#: ``restated_wording``: unrelated texts rate under it, and reading every pair would cost.
+WORDING_GATE = 0.5
 
 
 @dataclass(frozen=True)
@@ -72,6 +78,9 @@ class Cut:
     restated_similarity: float = 0.0
     #: The restatement threshold for two texts in different languages (0: the same).
     restated_across_languages: float = 0.0
+    #: Two texts in one language whose words but for numbers and codes agree this much are
+    #: one statement with other values (0: off; ``router.restated_wording``).
+    restated_wording: float = 0.0
     #: Candidates one signal of a source brings (``router.candidate_pool``).
     pool: int = 50
 
@@ -182,10 +191,9 @@ def _holds_as_much(found: Sequence[Found], query: str) -> Callable[[int, int], b
 
 def _alike(found: Sequence[Found], similar: np.ndarray, how: Cut) -> np.ndarray:
     """Which pairs are alike enough to be one statement: at least ``restated_similarity``,
-    or ``restated_across_languages`` for two texts in different languages (0: the same)."""
+    or ``restated_across_languages`` for two texts in different languages (0: the same) —
+    or, in one language, worded alike but for their values (:func:`_worded_alike`)."""
     across = how.restated_across_languages or how.restated_similarity
-    if across == how.restated_similarity:
-        return np.asarray(similar >= how.restated_similarity)
     # A text's scripts are one of a few sets: compare the sets, then spread to every pair.
     scripts = [languages(f.item.text) for f in found]
     distinct = list(dict.fromkeys(scripts))
@@ -194,7 +202,29 @@ def _alike(found: Sequence[Found], similar: np.ndarray, how: Cut) -> np.ndarray:
         [not same_language(a, b) for a in distinct for b in distinct], dtype=bool
     ).reshape(len(distinct), len(distinct))
     differ = table[np.ix_(which, which)]
-    return np.asarray(similar >= np.where(differ, across, how.restated_similarity))
+    alike = np.asarray(similar >= np.where(differ, across, how.restated_similarity))
+    if how.restated_wording > 0:
+        unseen = ~alike & ~differ & (similar >= WORDING_GATE)
+        for a, b in np.argwhere(np.triu(unseen, 1)):
+            if _worded_alike(found[a].item.text, found[b].item.text, how.restated_wording):
+                alike[a, b] = alike[b, a] = True
+    return alike
+
+
+def _worded_alike(first: str, second: str, share: float) -> bool:
+    """True when the two texts' words, numbers and codes aside, agree at least ``share``
+    (shared words over all their words): one sentence with other values in it."""
+    a, b = _wording(first), _wording(second)
+    return bool(a and b) and len(a & b) >= share * len(a | b)
+
+
+@lru_cache(maxsize=16_384)
+def _wording(text: str) -> frozenset[str]:
+    """A text's analysed words without those holding a digit or of one character (the
+    values: ``45h``, ``b`` and ``204`` of ``B-204``), remembered (candidates recur)."""
+    return frozenset(
+        t for t in index_text(text).split() if len(t) > 1 and not any(c.isdigit() for c in t)
+    )
 
 
 def _sources(found: Sequence[Found]) -> dict[int, list[int]]:

@@ -108,6 +108,7 @@ class Recall:
             # Of two statements of one fact, the newer answers "what is X now" only.
             restated_similarity=config.restated_similarity if plan.present else 0.0,
             restated_across_languages=config.restated_similarity_across_languages,
+            restated_wording=config.restated_wording,
             pool=config.candidate_pool,
         )
         asked = Asked(query, mem.embedder.embed_query(query), plan, reader, teams, when)
