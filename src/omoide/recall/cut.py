@@ -22,8 +22,8 @@ Items are ranked by score. Then, in order:
   "… held in room C-310.") are one statement with other values, however alike the model
   rates them. Across languages only the words both write alike count (numbers, codes): a
   statement in the other language holds none of the question's other words whatever it
-  says. As the current version of a fact passes the
-  floor with its superseded one, a restatement passes it with the item it restates;
+  says. As the current version of a fact passes the floor with its superseded one, a
+  restatement passes it with the item it restates;
 * **diversity** (``router.diversity`` > 0, maximal marginal relevance): each next item is the
   one whose score minus ``diversity`` times its similarity to the items already taken is
   highest, so near-duplicates and the chunks of one long document do not crowd out the rest;
@@ -149,8 +149,9 @@ def _restated(
     """The ``candidates`` that pass the floor, with each newer restatement of one of them
     (it is the current statement of what that item says), newer statements first."""
     similar = _similarity(candidates, embedder)
-    alike = _with_sources(candidates, _alike(candidates, similar, how))
-    holds = _holds_as_much(candidates, query)
+    scripts = [languages(f.item.text) for f in candidates]
+    alike = _with_sources(candidates, _alike(candidates, scripts, similar, how))
+    holds = _holds_as_much(candidates, scripts, query)
     kept = _with_restatements(candidates, [passes(f) for f in candidates], alike, holds)
     chosen = [i for i, ok in enumerate(kept) if ok]
     picked = np.ix_(chosen, chosen)
@@ -162,7 +163,9 @@ def _restated(
     )
 
 
-def _holds_as_much(found: Sequence[Found], query: str) -> Callable[[int, int], bool]:
+def _holds_as_much(
+    found: Sequence[Found], scripts: Sequence[frozenset[str]], query: str
+) -> Callable[[int, int], bool]:
     """``holds(b, a)``: item ``b`` holds at least as many of the question's words as item
     ``a`` — of all its content words when the two are in one language, of the words either
     language writes alike (numbers, codes; a Japanese question's Latin names) when not: a
@@ -175,27 +178,28 @@ def _holds_as_much(found: Sequence[Found], query: str) -> Callable[[int, int], b
         neutral = [t for t in terms if any(c.isdigit() for c in t)]
 
     @cache
-    def share(i: int, which: str) -> float:  # read only for the pairs alike enough to compare
-        return word_share(terms if which == "all" else neutral, index_text(found[i].item.text))
+    def analysed(i: int) -> str:  # read only for the pairs alike enough to compare
+        return index_text(found[i].item.text)
 
     @cache
-    def script(i: int) -> frozenset[str]:
-        return languages(found[i].item.text)
+    def share(i: int, same: bool) -> float:
+        return word_share(terms if same else neutral, analysed(i))
 
     def holds(b: int, a: int) -> bool:
-        which = "all" if same_language(script(a), script(b)) else "neutral"
-        return share(b, which) >= share(a, which)
+        same = same_language(scripts[a], scripts[b])
+        return share(b, same) >= share(a, same)
 
     return holds
 
 
-def _alike(found: Sequence[Found], similar: np.ndarray, how: Cut) -> np.ndarray:
+def _alike(
+    found: Sequence[Found], scripts: Sequence[frozenset[str]], similar: np.ndarray, how: Cut
+) -> np.ndarray:
     """Which pairs are alike enough to be one statement: at least ``restated_similarity``,
     or ``restated_across_languages`` for two texts in different languages (0: the same) —
     or, in one language, worded alike but for their values (:func:`_worded_alike`)."""
     across = how.restated_across_languages or how.restated_similarity
     # A text's scripts are one of a few sets: compare the sets, then spread to every pair.
-    scripts = [languages(f.item.text) for f in found]
     distinct = list(dict.fromkeys(scripts))
     which = np.array([distinct.index(s) for s in scripts], dtype=np.intp)
     table = np.array(
