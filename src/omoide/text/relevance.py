@@ -19,7 +19,9 @@ because meaning alone is less evidence than words and meaning that agree: a tran
 the answer (meaning 0.9) keeps most of it (0.81), a vague likeness (0.4) no more than a text
 in the question's language without its words gets (half its meaning, 0.2). (The embedder
 removes the model's language axis, so meaning across the two languages is on the scale of
-meaning within one: :mod:`omoide.providers.language_axis`.) Priors then multiply relevance:
+meaning within one: :mod:`omoide.providers.language_axis`; and a share of the direction every
+question shares, so texts close to any question do not outrank the answer to this one:
+:mod:`omoide.providers.question_centre`.) Priors then multiply relevance:
 :func:`prior` (a writer's importance, an item's recency), 1 at their neutral value.
 """
 
