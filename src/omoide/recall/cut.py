@@ -178,12 +178,8 @@ def _holds_as_much(
         neutral = [t for t in terms if any(c.isdigit() for c in t)]
 
     @cache
-    def analysed(i: int) -> str:  # read only for the pairs alike enough to compare
-        return index_text(found[i].item.text)
-
-    @cache
-    def share(i: int, same: bool) -> float:
-        return word_share(terms if same else neutral, analysed(i))
+    def share(i: int, same: bool) -> float:  # read only for the pairs alike enough to compare
+        return word_share(terms if same else neutral, _analysed(found[i].item.text))
 
     def holds(b: int, a: int) -> bool:
         same = same_language(scripts[a], scripts[b])
@@ -223,11 +219,18 @@ def _worded_alike(first: str, second: str, share: float) -> bool:
 
 
 @lru_cache(maxsize=16_384)
+def _analysed(text: str) -> str:
+    """A candidate's text analysed into terms, remembered: both restatement tests read it,
+    and the candidates of one store recur from question to question."""
+    return index_text(text)
+
+
+@lru_cache(maxsize=16_384)
 def _wording(text: str) -> frozenset[str]:
     """A text's analysed words without those holding a digit or of one character (the
     values: ``45h``, ``b`` and ``204`` of ``B-204``), remembered (candidates recur)."""
     return frozenset(
-        t for t in index_text(text).split() if len(t) > 1 and not any(c.isdigit() for c in t)
+        t for t in _analysed(text).split() if len(t) > 1 and not any(c.isdigit() for c in t)
     )
 
 
