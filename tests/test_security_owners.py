@@ -152,6 +152,26 @@ def test_an_agents_later_store_of_a_subject_still_supersedes_its_own(
         assert document(cto, foreign)["version"] == 1
 
 
+def test_a_document_cannot_pass_for_distilled_knowledge_to_jump_the_queue(
+    server: ClockedServer,
+) -> None:
+    """Distilled knowledge is dated by its episodes and weighs as they do; an agent that
+    writes that claim into its own document's metadata (a date a year ahead, so that it reads
+    as the newest statement of a fact) is dated when it wrote, and weighs as any document."""
+    text = f"The shuttle to the depot leaves at 7:10 ({uuid.uuid4().hex[:6]})."
+    ahead = datetime(2027, 3, 2, 9, 0, tzinfo=UTC).isoformat()
+    claim = {"source": "distillation", "last_episode_at": ahead, "mean_importance": 1.0}
+    with server.client("designer") as designer, server.client("ceo") as ceo:
+        body = {"documents": [text], "metadatas": [claim], "scope": "global"}
+        [doc_id] = ok(designer.post("/v1/collections/decisions/documents", json=body), 201)["ids"]
+        query = {"query": "When does the depot shuttle leave?", "layers": ["semantic"]}
+        items = ok(ceo.post("/v1/recall", json=query))["items"]
+        [item] = [i for i in items if i["id"] == f"decisions/{doc_id}"]
+        assert datetime.fromisoformat(item["timestamp"]) == server.clock.now()
+        assert item["signals"]["importance"] == 0.5
+        assert "distilled from" not in item["why"]
+
+
 # -- finding 5: context keys leak words across readers ----------------------------------------
 
 

@@ -54,7 +54,7 @@ import numpy as np
 
 from omoide.providers.embeddings import Embedder
 from omoide.recall.packing import dedupe
-from omoide.recall.sources import Found
+from omoide.recall.sources import Found, origin
 from omoide.text.fulltext import content_terms, index_text
 from omoide.text.relevance import languages, same_language, word_share
 
@@ -241,7 +241,7 @@ def _sources(found: Sequence[Found]) -> dict[int, list[int]]:
     out: dict[int, list[int]] = {}
     for i, f in enumerate(found):
         meta = f.item.metadata
-        if f.item.layer != "semantic" or meta.get("source") != "distillation":
+        if origin(f.item) != "distillation":
             continue
         present = [where[s] for s in str(meta.get("source_episodes", "")).split(",") if s in where]
         if present:

@@ -33,7 +33,7 @@ from dataclasses import replace
 from omoide.core.settings import RouterConfig
 from omoide.recall.context import ContextItem
 from omoide.recall.route import Route
-from omoide.recall.sources import Found
+from omoide.recall.sources import Found, origin
 from omoide.text.identifiers import names_another
 from omoide.text.relevance import prior
 
@@ -43,7 +43,7 @@ __all__ = ["score", "weighs_as"]
 def weighs_as(item: ContextItem) -> str:
     """The layer whose route weight an item takes: its own, but ``episodic`` for knowledge
     distilled from episodes."""
-    if item.layer == "semantic" and item.metadata.get("source") == "distillation":
+    if origin(item) == "distillation":
         return "episodic"
     return item.layer
 

@@ -35,7 +35,23 @@ from omoide.storage import Database
 from omoide.text.fulltext import content_terms, match_expression
 from omoide.text.relevance import languages, relevance, same_language, word_share, words_signal
 
-__all__ = ["Asked", "Found", "MemoryParts", "documents", "episodes", "procedures", "working"]
+__all__ = [
+    "Asked",
+    "Found",
+    "MemoryParts",
+    "documents",
+    "episodes",
+    "origin",
+    "procedures",
+    "working",
+]
+
+#: The documents omoide writes into the semantic layer itself, by the id prefix only it may
+#: give (:data:`omoide.core.ids.RESERVED_ID_PREFIXES`): knowledge distilled from episodes,
+#: and episodes moved out of a full episodic store. Only these are believed when their
+#: metadata says where they came from and when their episodes happened; any agent may write
+#: ``{"source": "distillation"}`` into its own document's metadata.
+SYSTEM_DOCUMENTS = {"distillation": "distilled-", "episodic_overflow": "episode-"}
 
 
 class MemoryParts(Protocol):
@@ -166,15 +182,19 @@ def documents(mem: MemoryParts, asked: Asked, collections: list[str]) -> list[Fo
                 words, float(meaning), dense_weight=config.dense_weight, comparable=comparable
             )
             why = asked.route.reasons["semantic"] + f" (collection {collection})"
-            origin = c.metadata.get("episode_ids")
-            if c.metadata.get("source") == "extraction" and isinstance(origin, str):
-                why += f"; extracted from episodes {origin}"
+            extracted = c.metadata.get("episode_ids")
+            if c.metadata.get("source") == "extraction" and isinstance(extracted, str):
+                why += f"; extracted from episodes {extracted}"
             when = c.updated_at
             importance = c.metadata.get("importance")
-            if c.metadata.get("source") == "distillation":  # ranked as its episodes would be
+            system = _system_source(c.doc_id, c.metadata)
+            if system == "distillation":  # ranked as its episodes would be
                 why += "; " + _provenance(c.metadata)
                 when = _moment(c.metadata.get("last_episode_at")) or when
                 importance = c.metadata.get("mean_importance", importance)
+            elif system == "episodic_overflow":  # an episode: as of when it happened
+                why += "; moved out of the episodic store"
+                when = _moment(c.metadata.get("timestamp")) or when
             item = ContextItem(
                 layer="semantic",
                 id=f"{collection}/{c.doc_id}",
@@ -296,9 +316,24 @@ def _procedure_vector(mem: MemoryParts, proc: Any, cache: dict[Any, Any]) -> Any
     return vector
 
 
+def origin(item: ContextItem) -> str | None:
+    """What wrote a recalled document when omoide did (``distillation``,
+    ``episodic_overflow``), else None — whatever its metadata claims."""
+    if item.layer != "semantic":
+        return None
+    return _system_source(item.id.partition("/")[2], item.metadata)
+
+
+def _system_source(doc_id: str, metadata: Mapping[str, Any]) -> str | None:
+    source = metadata.get("source")
+    prefix = SYSTEM_DOCUMENTS.get(source) if isinstance(source, str) else None
+    return source if prefix is not None and doc_id.startswith(prefix) else None
+
+
 def _freshness(mem: MemoryParts, when: datetime | None, now: datetime) -> dict[str, float]:
-    """A document's freshness on the episodic curve, from its time: when it was written, or for
-    distilled knowledge when its last episode happened ({} when it has no time)."""
+    """A document's freshness on the episodic curve, from its time: when it was written, for
+    distilled knowledge when its last episode happened, for an episode moved out of the
+    episodic store when it happened ({} when it has no time)."""
     if when is None:
         return {}
     age = max(0.0, (now - when).total_seconds() / 86400)
