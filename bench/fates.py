@@ -8,6 +8,8 @@ store and its audit log at the moment the question was asked, and names one caus
   the audit log);
 * ``moved out by capacity`` — overflow handed it to the semantic layer (the document it became
   and whether that document was returned);
+* ``moved out, then archived`` — and the document it became was later archived or deleted
+  in the semantic layer (by which policy, and why), so no recall could find it;
 * ``distilled, summary lacks the answer`` — it was distilled into a knowledge document that was
   returned but does not say the answer (the episode itself was not);
 * ``distilled, neither returned`` — distilled, and neither the document nor the episode came
@@ -39,6 +41,7 @@ CAUSES: tuple[str, ...] = (
     "archived",
     "compressed",
     "moved out by capacity",
+    "moved out, then archived",
     "distilled, summary lacks the answer",
     "distilled, neither returned",
     "outranked by a distilled doc",
@@ -131,7 +134,9 @@ def trace(mem: Memory, kept: Answer, baseline: Answer, day: int) -> Fate:
         return Fate(day, q.kind, q.text, q.expected, cause, f"{detail}; {where}")
 
     if not q.source:
-        return fate("no gold", "the question names no source")
+        top = kept.items[:1]
+        won = f"; first: {_what(top[0])}" if top else "; nothing returned"
+        return fate("no gold", "the question names no source" + won)
     log = mem.audit(q.source, limit=20)
     try:
         episode = mem.episodic.get(q.source)
@@ -141,6 +146,9 @@ def trace(mem: Memory, kept: Answer, baseline: Answer, day: int) -> Fate:
         entry = log[0] if log else None
         if entry is not None and entry.action == "overflow":
             doc = mem.episodic.rows.distilled_into_of(q.source) or f"episode-{q.source}"
+            gone = _document_gone(mem, doc)
+            if gone is not None:
+                return fate("moved out, then archived", f"became {doc}, then {gone}")
             rank = _rank(kept.items, doc)
             return fate("moved out by capacity", f"became {doc}, returned at {rank or '-'}")
         policy = entry.policy if entry is not None else "?"
@@ -163,6 +171,21 @@ def trace(mem: Memory, kept: Answer, baseline: Answer, day: int) -> Fate:
             return fate("distilled, neither returned", f"into {doc_id}, rank {doc_rank or '-'}")
     cause, detail = _outranked(kept, episode.agent_name)
     return fate(cause, detail)
+
+
+def _document_gone(mem: Memory, doc_id: str) -> str | None:
+    """How the document an episode became left the searchable semantic layer (its state and
+    the policy that put it there, with the policy's reason), or None while it is there."""
+    collection = mem.config.distill.collection
+    try:
+        state = mem.semantic.get(collection, doc_id).state
+    except NotFoundError:
+        state = "deleted"
+    if state in ("active", "compressed"):
+        return None
+    acts = [e for e in mem.audit(doc_id, limit=20) if e.action in ("archive", "delete")]
+    why = f" ({cut(acts[0].reason, 110)})" if acts else ""
+    return f"{state} by {acts[0].policy if acts else '?'}{why}"
 
 
 class Tracer:

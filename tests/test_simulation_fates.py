@@ -97,6 +97,29 @@ def test_moved_out_by_capacity_names_the_document(tmp_path: Path) -> None:
     assert "episode-old" in fate.detail
 
 
+def test_a_moved_document_archived_later_names_both_steps(tmp_path: Path) -> None:
+    clock = ManualClock(NOW)
+    base = Config()
+    episodic = dataclasses.replace(base.episodic, max_entries=2, eviction_fraction=0.5)
+    policy = {
+        "name": "moved_out_notes",
+        "target_layer": "semantic",
+        "condition": "source == 'episodic_overflow'",
+        "action": "archive",
+    }
+    forgetting = ForgettingConfig(policies=(policy,))
+    with _mem(tmp_path, clock, episodic=episodic, forgetting=forgetting) as mem:
+        _record(mem, "old", "HX-88 closed: replaced the cradle cable", NOW - timedelta(days=90))
+        for n in range(3):
+            _record(mem, f"new-{n}", f"routine note {n}", NOW, importance=0.9)
+        before = _trace(mem, _question("old"), _item("routine note 1"))
+        mem.forget()
+        after = _trace(mem, _question("old"), _item("routine note 1"))
+    assert before.cause == "moved out by capacity"
+    assert after.cause == "moved out, then archived"
+    assert "became episode-old, then archived by moved_out_notes" in after.detail
+
+
 def test_distilled_summary_without_the_answer(tmp_path: Path) -> None:
     clock = ManualClock(NOW - timedelta(days=120))
     with _mem(tmp_path, clock) as mem:
@@ -147,5 +170,9 @@ def test_tracer_traces_only_what_the_baseline_answered(tmp_path: Path) -> None:
             "baseline": [_answer(q, ok=True), _answer(q), _answer(q, ok=True)],
         }
         tracer(6, {"forgetting": mem, "baseline": mem}, given)
+        # What came first instead is named, so a question without a gold item is still traced.
+        fate = _trace(mem, q, _item("Customer returns go to dock D9."))
     assert [f.cause for f in tracer.fates] == ["no gold"]
     assert tally(tracer.fates) == [("no gold", 1)]
+    assert "nothing returned" in tracer.fates[0].detail
+    assert fate.cause == "no gold" and "dock D9" in fate.detail
