@@ -26,10 +26,12 @@ action is one transaction with its audit row (:mod:`omoide.pipelines.lifecycle`)
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 from omoide.clock import Clock, to_timestamp
 from omoide.errors import OmoideError
@@ -157,8 +159,8 @@ class Retention:
             held = registry.count(name, "active") + registry.count(name, "pending")
             excess = held - len(planned) - spec.max_docs
             if excess > 0:
-                rows = registry.least_used(name, excess + len(planned))
-                lowest = [doc_id for doc_id in rows if doc_id not in planned][:excess]
+                rows = sorted(registry.least_accessed(name, excess + len(planned)), key=_value)
+                lowest = [r["id"] for r in rows if r["id"] not in planned][:excess]
                 for doc_id in lowest:
                     plan(
                         doc_id,
@@ -172,3 +174,22 @@ class Retention:
                     report.over_cap[name] = excess - len(lowest)
         if kept:
             report.protected_kept[name] = kept
+
+
+def _value(row: Any) -> tuple[int, float, float, str]:
+    """A document's value to a capped collection, lowest first: its accesses, its importance
+    (:func:`_importance`), its last use (access, else write), its id."""
+    return (row["access_count"], _importance(row), row["used"], row["id"])
+
+
+def _importance(row: Any) -> float:
+    """A document's importance in [0, 1]: its ``importance`` metadata (what its writer, or the
+    episode it was moved out from, says), for knowledge omoide distilled the mean of its
+    episodes'; 0.5 when it says none."""
+    meta = json.loads(row["metadata"] or "{}")
+    value = meta.get("importance")
+    if str(row["id"]).startswith("distilled-") and meta.get("source") == "distillation":
+        value = meta.get("mean_importance", value)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        return 0.5
+    return float(value)

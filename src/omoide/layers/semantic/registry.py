@@ -34,7 +34,7 @@ from omoide.storage import Database
 from omoide.storage.migrations import SEMANTIC_FULLTEXT_REBUILD
 from omoide.text.fulltext import index_text
 
-__all__ = ["DocumentRegistry", "document", "importance", "rebuild_fulltext", "sync_fulltext"]
+__all__ = ["DocumentRegistry", "document", "rebuild_fulltext", "sync_fulltext"]
 
 #: The states in which a document is searchable.
 SEARCHABLE = ("active", "compressed")
@@ -134,32 +134,20 @@ class DocumentRegistry:
             (collection, before),
         )
 
-    def least_used(self, collection: str, limit: int) -> list[str]:
-        """The ``limit`` active unprotected documents of ``collection`` of the lowest value:
-        fewest accesses first; among as many, the least important (:func:`importance`);
-        then least recently used (last access, else last write), then id."""
-        if limit <= 0:
-            return []
+    def least_accessed(self, collection: str, limit: int) -> list[Any]:
+        """Rows (``id``, ``access_count``, ``used``: last access else write, ``metadata``) of
+        the active unprotected documents read no more than the ``limit``-th least read one."""
         where = "FROM semantic_docs WHERE collection=? AND state='active' AND protected=0"
-        cut = self._db.query_one(
+        nth = self._db.query_one(
             f"SELECT access_count {where} ORDER BY access_count LIMIT 1 OFFSET ?",
-            (collection, limit - 1),
+            (collection, max(0, limit - 1)),
         )
-        bound = "" if cut is None else f" AND access_count <= {int(cut[0])}"
-        rows = self._db.query(
+        bound = "" if nth is None else f" AND access_count <= {int(nth[0])}"
+        return self._db.query(
             "SELECT id, access_count, COALESCE(last_accessed, updated_at) AS used, metadata "
             f"{where}{bound}",
             (collection,),
         )
-        rows.sort(
-            key=lambda r: (
-                r["access_count"],
-                importance(r["id"], json.loads(r["metadata"] or "{}")),
-                r["used"],
-                r["id"],
-            )
-        )
-        return [str(r["id"]) for r in rows[:limit]]
 
     def unprotected(self) -> list[Any]:
         """rowid, collection and metadata of every document not protected yet."""
@@ -512,18 +500,6 @@ class DocumentRegistry:
                 "WHERE collection = ? AND id = ?",
                 [(now, collection, d) for d in dict.fromkeys(doc_ids)],
             )
-
-
-def importance(doc_id: str, metadata: Mapping[str, Any]) -> float:
-    """A document's importance, in [0, 1]: its ``importance`` metadata (what its writer, or
-    the episode it was moved out from, says), for knowledge distilled by omoide the mean of
-    its episodes'; 0.5 when it says none."""
-    value = metadata.get("importance")
-    if doc_id.startswith("distilled-") and metadata.get("source") == "distillation":
-        value = metadata.get("mean_importance", value)
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
-        return 0.5
-    return float(value)
 
 
 def sync_fulltext(conn: sqlite3.Connection, rowids: Iterable[int]) -> None:
