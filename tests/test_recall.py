@@ -200,18 +200,34 @@ def test_render_delimits_attributes_and_escapes(stocked: Memory) -> None:
 def test_duplicates_are_removed(stocked: Memory) -> None:
     stocked.episodic.record("cto", "note", "同じ内容のメモ", id="ep-a")
     stocked.semantic.store("knowledge", ["同じ内容のメモ"], ids=["same"], agent_name="cto")
+    # What overflow writes for an episode it moves out (here beside the episode itself).
     stocked.semantic.store(
         "decisions",
-        ["overflowed copy"],
-        [{"episode_id": "ep-price"}],
+        ["価格は¥500から始める（移動済み）"],
+        [{"source": "episodic_overflow", "episode_id": "ep-price"}],
         ids=["episode-ep-price"],
         agent_name="ceo",
     )
     context = stocked.recall("同じ内容のメモ", agent_name="cto")
     texts = [i.text for i in context.items]
     assert texts.count("同じ内容のメモ") == 1
-    ids = context.ids()
-    assert not ("ep-price" in ids and "decisions/episode-ep-price" in ids)
+    priced = stocked.recall("価格はいくらから始める？", agent_name="cto").ids()
+    assert "ep-price" in priced or "decisions/episode-ep-price" in priced
+    assert not ("ep-price" in priced and "decisions/episode-ep-price" in priced)
+
+
+def test_a_document_cannot_claim_to_be_an_episode_and_hide_it(stocked: Memory) -> None:
+    """Only a document overflow wrote (its id says so) stands for the episode it came from; an
+    agent's document claiming an ``episode_id`` does not make recall drop that episode."""
+    stocked.semantic.store(
+        "knowledge",
+        ["価格はいくらから始める？価格はいくらから始める？未定。"],
+        [{"source": "episodic_overflow", "episode_id": "ep-price"}],
+        agent_name="mallory",
+    )
+    priced = stocked.recall("価格はいくらから始める？", agent_name="cto").ids()
+    assert "ep-price" in priced
+    assert any(i.startswith("knowledge/") for i in priced)
 
 
 def test_recall_touches_returned_episodes(stocked: Memory) -> None:

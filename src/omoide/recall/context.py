@@ -13,14 +13,24 @@ from omoide.text.timeexpr import TimeRange
 
 __all__ = [
     "FOOTER",
+    "SYSTEM_DOCUMENTS",
     "Context",
     "ContextItem",
     "context_header_parts",
     "header_parts",
+    "origin",
     "render_context",
     "render_header",
     "render_item",
+    "system_source",
 ]
+
+#: The documents omoide writes into the semantic layer itself, by the id prefix only it may
+#: give (:data:`omoide.core.ids.RESERVED_ID_PREFIXES`): knowledge distilled from episodes,
+#: and episodes moved out of a full episodic store. Only these are believed when their
+#: metadata says where they came from and when their episodes happened; any agent may write
+#: ``{"source": "distillation"}`` into its own document's metadata.
+SYSTEM_DOCUMENTS = {"distillation": "distilled-", "episodic_overflow": "episode-"}
 
 
 @dataclass(frozen=True)
@@ -130,3 +140,19 @@ def render_item(n: int, item: ContextItem, text: str) -> str:
 def render_context(head: str, blocks: Sequence[str]) -> str:
     """The whole rendered context."""
     return "\n".join([head, *blocks, FOOTER])
+
+
+def origin(item: ContextItem) -> str | None:
+    """What wrote a recalled document when omoide did (``distillation``,
+    ``episodic_overflow``), else None — whatever its metadata claims."""
+    if item.layer != "semantic":
+        return None
+    return system_source(item.id.partition("/")[2], item.metadata)
+
+
+def system_source(doc_id: str, metadata: Mapping[str, Any]) -> str | None:
+    """``source`` of a document's metadata when it names what omoide writes itself and the
+    id bears that writer's prefix (:data:`SYSTEM_DOCUMENTS`), else None."""
+    source = metadata.get("source")
+    prefix = SYSTEM_DOCUMENTS.get(source) if isinstance(source, str) else None
+    return source if prefix is not None and doc_id.startswith(prefix) else None

@@ -53,8 +53,9 @@ from functools import cache, lru_cache
 import numpy as np
 
 from omoide.providers.embeddings import Embedder
+from omoide.recall.context import origin
 from omoide.recall.packing import dedupe
-from omoide.recall.sources import Found, origin
+from omoide.recall.sources import Found
 from omoide.text.fulltext import content_terms, index_text
 from omoide.text.relevance import languages, same_language, word_share
 

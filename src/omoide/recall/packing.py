@@ -9,9 +9,11 @@ from dataclasses import replace
 from omoide.providers.tokens import BlockBound, TokenCounter, count_rendered
 from omoide.recall.context import (
     FOOTER,
+    SYSTEM_DOCUMENTS,
     ContextItem,
     context_header_parts,
     header_parts,
+    origin,
     render_context,
     render_header,
     render_item,
@@ -91,17 +93,19 @@ def _fingerprint(text: str) -> str:
 
 
 def dedupe(items: list[ContextItem]) -> list[ContextItem]:
-    """One item per memory: by layer and id, by the episode a document was made from, and by
-    identical text. ``items`` come ranked: the first of each memory stays, in that order."""
+    """One item per memory: by layer and id, by the episode a document was made from (one
+    overflow wrote: any agent may claim an ``episode_id`` in its metadata, and would hide that
+    episode), and by identical text. ``items`` come ranked: the first of each memory stays,
+    in that order."""
     best: dict[str, ContextItem] = {}
     alias: dict[str, str] = {}
     for item in items:
         keys = [f"{item.layer}:{item.id}", "text:" + _fingerprint(item.text)]
-        episode_id = item.metadata.get("episode_id") if item.layer == "semantic" else None
         if item.layer == "episodic":
             keys.append(f"episode:{item.id}")
-        elif isinstance(episode_id, str):
-            keys.append(f"episode:{episode_id}")
+        elif origin(item) == "episodic_overflow":  # its id names the episode; metadata can lie
+            prefix = SYSTEM_DOCUMENTS["episodic_overflow"]
+            keys.append("episode:" + item.id.partition("/")[2].removeprefix(prefix))
         if any(k in alias for k in keys):
             continue
         best[keys[0]] = item

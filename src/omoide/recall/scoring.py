@@ -31,9 +31,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from omoide.core.settings import RouterConfig
-from omoide.recall.context import ContextItem
+from omoide.recall.context import ContextItem, origin
 from omoide.recall.route import Route
-from omoide.recall.sources import Found, origin
+from omoide.recall.sources import Found
 from omoide.text.identifiers import names_another
 from omoide.text.relevance import prior
 

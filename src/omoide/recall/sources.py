@@ -28,7 +28,7 @@ from omoide.layers.semantic.store import SemanticStore
 from omoide.layers.working import WorkingMemory, session_exists
 from omoide.providers.embeddings import Embedder
 from omoide.providers.tokens import TokenCounter
-from omoide.recall.context import ContextItem
+from omoide.recall.context import ContextItem, system_source
 from omoide.recall.log import RecallLog
 from omoide.recall.route import Route
 from omoide.storage import Database
@@ -41,17 +41,9 @@ __all__ = [
     "MemoryParts",
     "documents",
     "episodes",
-    "origin",
     "procedures",
     "working",
 ]
-
-#: The documents omoide writes into the semantic layer itself, by the id prefix only it may
-#: give (:data:`omoide.core.ids.RESERVED_ID_PREFIXES`): knowledge distilled from episodes,
-#: and episodes moved out of a full episodic store. Only these are believed when their
-#: metadata says where they came from and when their episodes happened; any agent may write
-#: ``{"source": "distillation"}`` into its own document's metadata.
-SYSTEM_DOCUMENTS = {"distillation": "distilled-", "episodic_overflow": "episode-"}
 
 
 class MemoryParts(Protocol):
@@ -187,7 +179,7 @@ def documents(mem: MemoryParts, asked: Asked, collections: list[str]) -> list[Fo
                 why += f"; extracted from episodes {extracted}"
             when = c.updated_at
             importance = c.metadata.get("importance")
-            system = _system_source(c.doc_id, c.metadata)
+            system = system_source(c.doc_id, c.metadata)
             if system == "distillation":  # ranked as its episodes would be
                 why += "; " + _provenance(c.metadata)
                 when = _moment(c.metadata.get("last_episode_at")) or when
@@ -314,20 +306,6 @@ def _procedure_vector(mem: MemoryParts, proc: Any, cache: dict[Any, Any]) -> Any
             del cache[old]
         cache[key] = vector
     return vector
-
-
-def origin(item: ContextItem) -> str | None:
-    """What wrote a recalled document when omoide did (``distillation``,
-    ``episodic_overflow``), else None — whatever its metadata claims."""
-    if item.layer != "semantic":
-        return None
-    return _system_source(item.id.partition("/")[2], item.metadata)
-
-
-def _system_source(doc_id: str, metadata: Mapping[str, Any]) -> str | None:
-    source = metadata.get("source")
-    prefix = SYSTEM_DOCUMENTS.get(source) if isinstance(source, str) else None
-    return source if prefix is not None and doc_id.startswith(prefix) else None
 
 
 def _freshness(mem: MemoryParts, when: datetime | None, now: datetime) -> dict[str, float]:
