@@ -24,12 +24,22 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from collections.abc import Mapping
 from typing import Any
 
 from omoide.core.validation import MAX_NAME_CHARS, check_name
 from omoide.errors import ReservedIdError, ValidationError
 
-__all__ = ["QUALIFIER", "RESERVED_ID_PREFIXES", "check_client_id", "keyed_digest", "qualified_id"]
+__all__ = [
+    "QUALIFIER",
+    "RESERVED_ID_PREFIXES",
+    "SYSTEM_DOCUMENTS",
+    "check_client_id",
+    "document_importance",
+    "keyed_digest",
+    "qualified_id",
+    "system_source",
+]
 
 #: Separates the writer's name from the id it chose in a stored id (``ceo:weekly-plan``).
 QUALIFIER = ":"
@@ -45,6 +55,13 @@ RESERVED_ID_PREFIXES = (
     "episode-",
     "distilled-",
 )
+
+#: The documents omoide writes into the semantic layer itself, by the id prefix only it may
+#: give (:data:`RESERVED_ID_PREFIXES`): knowledge distilled from episodes,
+#: and episodes moved out of a full episodic store. Only these are believed when their
+#: metadata says where they came from and when their episodes happened; any agent may write
+#: ``{"source": "distillation"}`` into its own document's metadata.
+SYSTEM_DOCUMENTS = {"distillation": "distilled-", "episodic_overflow": "episode-"}
 
 
 def check_client_id(field: str, value: Any) -> Any:
@@ -83,3 +100,23 @@ def keyed_digest(secret: bytes, *parts: str) -> str:
     """HMAC-SHA256 of ``parts`` joined by the unit separator, as hex."""
     message = "\x1f".join(parts).encode("utf-8")
     return hmac.new(secret, message, hashlib.sha256).hexdigest()
+
+
+def system_source(doc_id: str, metadata: Mapping[str, Any]) -> str | None:
+    """``source`` of a document's metadata when it names what omoide writes itself and the
+    id bears that writer's prefix (:data:`SYSTEM_DOCUMENTS`), else None."""
+    source = metadata.get("source")
+    prefix = SYSTEM_DOCUMENTS.get(source) if isinstance(source, str) else None
+    return source if prefix is not None and doc_id.startswith(prefix) else None
+
+
+def document_importance(doc_id: str, metadata: Mapping[str, Any]) -> float:
+    """A document's importance in [0, 1]: its ``importance`` metadata (what its writer, or
+    the episode it was moved out from, says); for knowledge omoide distilled, the mean of its
+    episodes'; 0.5 when it says none."""
+    value = metadata.get("importance")
+    if system_source(doc_id, metadata) == "distillation":
+        value = metadata.get("mean_importance", value)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        return 0.5
+    return float(value)

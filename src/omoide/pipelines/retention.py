@@ -34,6 +34,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from omoide.clock import Clock, to_timestamp
+from omoide.core.ids import document_importance
 from omoide.errors import OmoideError
 from omoide.layers.semantic.store import SemanticStore
 from omoide.pipelines.forgetting import PlannedAction
@@ -178,18 +179,6 @@ class Retention:
 
 def _value(row: Any) -> tuple[int, float, float, str]:
     """A document's value to a capped collection, lowest first: its accesses, its importance
-    (:func:`_importance`), its last use (access, else write), its id."""
-    return (row["access_count"], _importance(row), row["used"], row["id"])
-
-
-def _importance(row: Any) -> float:
-    """A document's importance in [0, 1]: its ``importance`` metadata (what its writer, or the
-    episode it was moved out from, says), for knowledge omoide distilled the mean of its
-    episodes'; 0.5 when it says none."""
-    meta = json.loads(row["metadata"] or "{}")
-    value = meta.get("importance")
-    if str(row["id"]).startswith("distilled-") and meta.get("source") == "distillation":
-        value = meta.get("mean_importance", value)
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
-        return 0.5
-    return float(value)
+    (:func:`~omoide.core.ids.document_importance`), its last use (access, else write), its id."""
+    importance = document_importance(row["id"], json.loads(row["metadata"] or "{}"))
+    return (row["access_count"], importance, row["used"], row["id"])

@@ -9,11 +9,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from omoide.core.ids import system_source
 from omoide.text.timeexpr import TimeRange
 
 __all__ = [
     "FOOTER",
-    "SYSTEM_DOCUMENTS",
     "Context",
     "ContextItem",
     "context_header_parts",
@@ -22,15 +22,7 @@ __all__ = [
     "render_context",
     "render_header",
     "render_item",
-    "system_source",
 ]
-
-#: The documents omoide writes into the semantic layer itself, by the id prefix only it may
-#: give (:data:`omoide.core.ids.RESERVED_ID_PREFIXES`): knowledge distilled from episodes,
-#: and episodes moved out of a full episodic store. Only these are believed when their
-#: metadata says where they came from and when their episodes happened; any agent may write
-#: ``{"source": "distillation"}`` into its own document's metadata.
-SYSTEM_DOCUMENTS = {"distillation": "distilled-", "episodic_overflow": "episode-"}
 
 
 @dataclass(frozen=True)
@@ -148,11 +140,3 @@ def origin(item: ContextItem) -> str | None:
     if item.layer != "semantic":
         return None
     return system_source(item.id.partition("/")[2], item.metadata)
-
-
-def system_source(doc_id: str, metadata: Mapping[str, Any]) -> str | None:
-    """``source`` of a document's metadata when it names what omoide writes itself and the
-    id bears that writer's prefix (:data:`SYSTEM_DOCUMENTS`), else None."""
-    source = metadata.get("source")
-    prefix = SYSTEM_DOCUMENTS.get(source) if isinstance(source, str) else None
-    return source if prefix is not None and doc_id.startswith(prefix) else None

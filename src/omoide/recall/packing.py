@@ -6,10 +6,10 @@ import hashlib
 import unicodedata
 from dataclasses import replace
 
+from omoide.core.ids import SYSTEM_DOCUMENTS
 from omoide.providers.tokens import BlockBound, TokenCounter, count_rendered
 from omoide.recall.context import (
     FOOTER,
-    SYSTEM_DOCUMENTS,
     ContextItem,
     context_header_parts,
     header_parts,

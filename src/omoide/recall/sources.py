@@ -22,13 +22,14 @@ import numpy.typing as npt
 
 from omoide.clock import Clock, as_utc
 from omoide.core.config import Config
+from omoide.core.ids import document_importance, system_source
 from omoide.layers.episodic.store import EpisodicStore, episode_text
 from omoide.layers.procedural import ProceduralMemory, trigger_match
 from omoide.layers.semantic.store import SemanticStore
 from omoide.layers.working import WorkingMemory, session_exists
 from omoide.providers.embeddings import Embedder
 from omoide.providers.tokens import TokenCounter
-from omoide.recall.context import ContextItem, system_source
+from omoide.recall.context import ContextItem
 from omoide.recall.log import RecallLog
 from omoide.recall.route import Route
 from omoide.storage import Database
@@ -178,12 +179,10 @@ def documents(mem: MemoryParts, asked: Asked, collections: list[str]) -> list[Fo
             if c.metadata.get("source") == "extraction" and isinstance(extracted, str):
                 why += f"; extracted from episodes {extracted}"
             when = c.updated_at
-            importance = c.metadata.get("importance")
             system = system_source(c.doc_id, c.metadata)
             if system == "distillation":  # ranked as its episodes would be
                 why += "; " + _provenance(c.metadata)
                 when = _moment(c.metadata.get("last_episode_at")) or when
-                importance = c.metadata.get("mean_importance", importance)
             elif system == "episodic_overflow":  # an episode: as of when it happened
                 why += "; moved out of the episodic store"
                 when = _moment(c.metadata.get("timestamp")) or when
@@ -201,9 +200,7 @@ def documents(mem: MemoryParts, asked: Asked, collections: list[str]) -> list[Fo
                     "words": words,
                     "meaning": float(meaning),
                     "relevance": rel,
-                    "importance": float(importance)
-                    if isinstance(importance, int | float) and 0 <= importance <= 1
-                    else 0.5,
+                    "importance": document_importance(c.doc_id, c.metadata),
                     "current": 1.0 if c.current else 0.0,
                     **_freshness(mem, when, asked.now),
                 },
