@@ -233,3 +233,73 @@ def test_top_k_places_go_to_distinct_memories() -> None:
     found[1] = dataclasses.replace(found[1], item=dataclasses.replace(found[1].item, text="item 0"))
     two = dataclasses.replace(HOW, top_k=2)
     assert kept(found, two) == ["e000", "e002"]
+
+
+def _statements(newer: str, relevance: tuple[float, float], similarity: float) -> list[Found]:
+    """An older statement of the overtime cap, a newer text ``similarity`` alike it, each
+    with its relevance to the question (the newer one scoring under the floor), and a
+    background of sixty unrelated items."""
+    first = np.zeros(8, np.float32)
+    first[0] = 1.0
+    near = np.zeros(8, np.float32)
+    near[0], near[1] = similarity, float(np.sqrt(1 - similarity**2))
+    old = ContextItem(
+        "episodic", "old", "時間外労働は月40hまでとします。", 0.6, "", timestamp=DAY,
+        signals={"relevance": relevance[0]},
+    )  # fmt: skip
+    new = ContextItem(
+        "episodic", "new", newer, 0.2, "", timestamp=LATER, signals={"relevance": relevance[1]}
+    )
+    return [Found(old, first), Found(new, near), *_background(2)]
+
+
+def test_a_fact_stated_at_another_value_is_its_newer_statement_below_the_bar() -> None:
+    """Two wordings of the overtime cap rate 0.65 alike, under the bar (0.8): as they state
+    different values, the newer is the fact at its new value (``restated_values`` 0.6). Not
+    when the rule is off, nor for a newer text stating no value or the same one."""
+    question = "時間外の上限っていまいくつ？"
+    for newer, values, restated in (
+        ("今後、時間外は月36hまでに抑えてください。", 0.6, True),
+        ("今後、時間外は月36hまでに抑えてください。", 0.0, False),
+        ("今後、時間外はできるだけ抑えてください。", 0.6, False),
+        ("今後も時間外は月40hまでに抑えてください。", 0.6, False),
+    ):
+        how = dataclasses.replace(HOW, restated_similarity=0.8, restated_values=values)
+        found = _statements(newer, (0.6, 0.55), 0.65)
+        ids = [f.item.id for f in cut(found, how, HashEmbedder(8), question)]
+        assert ids == (["new", "old"] if restated else ["old"]), (newer, values)
+
+
+def test_a_newer_text_that_answers_far_less_well_restates_nothing() -> None:
+    """Alike in meaning as they may be, a newer text whose relevance to the question is under
+    ``restated_relevance`` (0.75) of the older one's is about something else: it neither
+    passes the floor with the older one nor goes before it."""
+    question = "時間外の上限っていまいくつ？"
+    newer = "今後、時間外は月36hまでに抑えてください。"
+    for relevance, restated in (((0.6, 0.5), True), ((0.6, 0.4), False)):
+        how = dataclasses.replace(
+            HOW, restated_similarity=0.8, restated_values=0.6, restated_relevance=0.75
+        )
+        found = _statements(newer, relevance, 0.65)
+        ids = [f.item.id for f in cut(found, how, HashEmbedder(8), question)]
+        assert ids == (["new", "old"] if restated else ["old"]), relevance
+
+
+def test_a_newer_statement_about_another_identifier_restates_nothing() -> None:
+    """Asked which hub route R-560 goes through, of an older note naming no route (as a
+    summary may not), the newer statement that route R-982 goes through another hub is alike,
+    states another value and holds more of the question's words, but names another route:
+    it is another fact, not this one's new value. A newer statement of route R-560 is."""
+    question = "route R-560の中継はどこ？"
+    older = "中継地点はhub NGO-2とします。"
+    how = dataclasses.replace(HOW, restated_similarity=0.8, restated_values=0.6)
+    for newer, restated in (
+        ("route R-982の中継地点はhub SDJ-4とします。", False),
+        ("route R-560の中継地点は今後hub SDJ-4とします。", True),
+    ):
+        found = _statements(newer, (0.6, 0.55), 0.65)
+        found[0] = dataclasses.replace(
+            found[0], item=dataclasses.replace(found[0].item, text=older)
+        )
+        ids = [f.item.id for f in cut(found, how, HashEmbedder(8), question)]
+        assert ids == (["new", "old"] if restated else ["old"]), newer

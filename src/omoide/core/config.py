@@ -400,6 +400,8 @@ def _check_router(r: RouterConfig) -> None:
         "restated_similarity",
         "restated_similarity_across_languages",
         "restated_wording",
+        "restated_values",
+        "restated_relevance",
     ):
         _unit(getattr(r, name), f"router.{name}")
     for name in ("layer_weights", "past_weights", "howto_weights"):

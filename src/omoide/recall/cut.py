@@ -20,10 +20,17 @@ Items are ranked by score. Then, in order:
   the newer one does not restate the older. Two texts in one language whose words agree
   but for their numbers and codes (``router.restated_wording``: "… held in room B-204." and
   "… held in room C-310.") are one statement with other values, however alike the model
-  rates them. Across languages only the words both write alike count (numbers, codes): a
-  statement in the other language holds none of the question's other words whatever it
-  says. As the current version of a fact passes the floor with its superseded one, a
-  restatement passes it with the item it restates;
+  rates them; and two texts in one language that both state values and not the same ones
+  (``router.restated_values``: "時間外労働は月40hまでとします。" and "今後、時間外は月36hまで
+  に抑えてください。", 0.62 alike) are one fact at another value when they are that alike.
+  Across languages only the words both write alike count (numbers, codes): a statement in
+  the other language holds none of the question's other words whatever it says. A newer
+  item restates nothing the question asks when it answers the question much less well
+  (its relevance under ``router.restated_relevance`` of the older one's), or when it names
+  another identifier of the form the question asks for where the older one names none (the
+  next incident, another route: it states another fact, not this one's new value). As the
+  current version of a fact passes the floor with its superseded one, a restatement passes
+  it with the item it restates;
 * **diversity** (``router.diversity`` > 0, maximal marginal relevance): each next item is the
   one whose score minus ``diversity`` times its similarity to the items already taken is
   highest, so near-duplicates and the chunks of one long document do not crowd out the rest;
@@ -57,6 +64,7 @@ from omoide.recall.context import origin
 from omoide.recall.packing import dedupe
 from omoide.recall.sources import Found
 from omoide.text.fulltext import content_terms, index_text
+from omoide.text.identifiers import identifier_tokens, names_another
 from omoide.text.relevance import languages, same_language, word_share
 
 __all__ = ["Cut", "cut"]
@@ -82,6 +90,11 @@ class Cut:
     #: Two texts in one language whose words but for numbers and codes agree this much are
     #: one statement with other values (0: off; ``router.restated_wording``).
     restated_wording: float = 0.0
+    #: Two texts in one language stating different values this alike in meaning are one
+    #: fact at another value (0: off; ``router.restated_values``).
+    restated_values: float = 0.0
+    #: A restatement's relevance is at least this share of the older item's (0: any).
+    restated_relevance: float = 0.0
     #: Candidates one signal of a source brings (``router.candidate_pool``).
     pool: int = 50
 
@@ -152,7 +165,7 @@ def _restated(
     similar = _similarity(candidates, embedder)
     scripts = [languages(f.item.text) for f in candidates]
     alike = _with_sources(candidates, _alike(candidates, scripts, similar, how))
-    holds = _holds_as_much(candidates, scripts, query)
+    holds = _holds_as_much(candidates, scripts, query, how.restated_relevance)
     kept = _with_restatements(candidates, [passes(f) for f in candidates], alike, holds)
     chosen = [i for i, ok in enumerate(kept) if ok]
     picked = np.ix_(chosen, chosen)
@@ -165,14 +178,19 @@ def _restated(
 
 
 def _holds_as_much(
-    found: Sequence[Found], scripts: Sequence[frozenset[str]], query: str
+    found: Sequence[Found], scripts: Sequence[frozenset[str]], query: str, relevance: float
 ) -> Callable[[int, int], bool]:
-    """``holds(b, a)``: item ``b`` holds at least as many of the question's words as item
-    ``a`` — of all its content words when the two are in one language, of the words either
-    language writes alike (numbers, codes; a Japanese question's Latin names) when not: a
-    statement in the other language holds none of the question's other words, whatever it
-    says, and must not lose to an older one for that."""
+    """``holds(b, a)``: item ``b`` may restate item ``a`` for this question. It holds at least
+    as many of the question's words as ``a`` — of all its content words when the two are in
+    one language, of the words either language writes alike (numbers, codes; a Japanese
+    question's Latin names) when not: a statement in the other language holds none of the
+    question's other words, whatever it says, and must not lose to an older one for that.
+    Its relevance is at least ``relevance`` of ``a``'s: a text that answers the question far
+    less well is about something else, however alike the two read. And it names no other
+    identifier of the asked form (:func:`~omoide.text.identifiers.names_another`) unless
+    ``a`` does: the route R-982 going through another hub says nothing of route R-560."""
     terms = content_terms(query)
+    asked = identifier_tokens(query)
     if languages(query) & {"cjk"}:
         neutral = [t for t in terms if t.isascii()]
     else:
@@ -182,7 +200,16 @@ def _holds_as_much(
     def share(i: int, same: bool) -> float:  # read only for the pairs alike enough to compare
         return word_share(terms if same else neutral, _analysed(found[i].item.text))
 
+    @cache
+    def other(i: int) -> bool:
+        return bool(asked) and names_another(asked, found[i].item.text)
+
+    def relevant(i: int) -> float:
+        return found[i].item.signals.get("relevance", 0.0)
+
     def holds(b: int, a: int) -> bool:
+        if relevant(b) < relevance * relevant(a) or (other(b) and not other(a)):
+            return False
         same = same_language(scripts[a], scripts[b])
         return share(b, same) >= share(a, same)
 
@@ -194,7 +221,8 @@ def _alike(
 ) -> np.ndarray:
     """Which pairs are alike enough to be one statement: at least ``restated_similarity``,
     or ``restated_across_languages`` for two texts in different languages (0: the same) —
-    or, in one language, worded alike but for their values (:func:`_worded_alike`)."""
+    or, in one language, worded alike but for their values (:func:`_worded_alike`), or
+    stating different values at least ``restated_values`` alike (:func:`_other_values`)."""
     across = how.restated_across_languages or how.restated_similarity
     # A text's scripts are one of a few sets: compare the sets, then spread to every pair.
     distinct = list(dict.fromkeys(scripts))
@@ -204,11 +232,22 @@ def _alike(
     ).reshape(len(distinct), len(distinct))
     differ = table[np.ix_(which, which)]
     alike = np.asarray(similar >= np.where(differ, across, how.restated_similarity))
-    if how.restated_wording > 0:
-        unseen = ~alike & ~differ & (similar >= WORDING_GATE)
-        for a, b in np.argwhere(np.triu(unseen, 1)):
-            if _worded_alike(found[a].item.text, found[b].item.text, how.restated_wording):
-                alike[a, b] = alike[b, a] = True
+    gates = [g for g, on in ((WORDING_GATE, how.restated_wording), (how.restated_values, 1)) if on]
+    if not gates:
+        return alike
+    unseen = ~alike & ~differ & (similar >= min(gates))
+    for a, b in np.argwhere(np.triu(unseen, 1)):
+        first, second = found[a].item.text, found[b].item.text
+        if (
+            how.restated_wording > 0
+            and similar[a, b] >= WORDING_GATE
+            and _worded_alike(first, second, how.restated_wording)
+        ) or (
+            how.restated_values > 0
+            and similar[a, b] >= how.restated_values
+            and _other_values(first, second)
+        ):
+            alike[a, b] = alike[b, a] = True
     return alike
 
 
@@ -219,11 +258,24 @@ def _worded_alike(first: str, second: str, share: float) -> bool:
     return bool(a and b) and len(a & b) >= share * len(a | b)
 
 
+def _other_values(first: str, second: str) -> bool:
+    """True when both texts state values (words holding a digit: ``36h``, ``16:30``, the
+    ``204`` of ``B-204``) and not the same ones: a fact stated twice, at two values."""
+    a, b = _values(first), _values(second)
+    return bool(a and b) and a != b
+
+
 @lru_cache(maxsize=16_384)
 def _analysed(text: str) -> str:
     """A candidate's text analysed into terms, remembered: both restatement tests read it,
     and the candidates of one store recur from question to question."""
     return index_text(text)
+
+
+@lru_cache(maxsize=16_384)
+def _values(text: str) -> frozenset[str]:
+    """A text's analysed words holding a digit (its numbers, times, codes), remembered."""
+    return frozenset(t for t in _analysed(text).split() if any(c.isdigit() for c in t))
 
 
 @lru_cache(maxsize=16_384)

@@ -109,6 +109,8 @@ class Recall:
             restated_similarity=config.restated_similarity if plan.present else 0.0,
             restated_across_languages=config.restated_similarity_across_languages,
             restated_wording=config.restated_wording,
+            restated_values=config.restated_values,
+            restated_relevance=config.restated_relevance,
             pool=config.candidate_pool,
         )
         asked = Asked(query, mem.embedder.embed_query(query), plan, reader, teams, when)
