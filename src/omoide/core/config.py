@@ -386,6 +386,7 @@ def _check_router(r: RouterConfig) -> None:
         "recency_prior",
         "freshness_prior",
         "present_freshness_prior",
+        "present_freshness_order",
     ):
         if not _number(getattr(r, name)) or not 0 <= getattr(r, name) < 2:
             raise ConfigError(f"router.{name}: expected a number within [0, 2)")

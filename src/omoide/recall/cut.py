@@ -46,7 +46,13 @@ Items are ranked by score. Then, in order:
   episode and that episode, two items of the same text): the first of each stays, so the
   ``top_k`` places go to distinct memories, and of identical texts the one a restatement
   moved first (the newest) is the one kept;
-* at most ``top_k`` items.
+* at most ``top_k`` items;
+* **the fresher first** (``router.present_freshness_order`` > 0, for a question that says it
+  is about the present: :attr:`Route.says_present <omoide.recall.route.Route.says_present>`,
+  "now", "currently", "いま"): what passed is ordered by score times a freshness prior,
+  then the rules above put current versions and restatements back in place. The cut decided
+  what answers; of the answers to "what is X now", the newer statement is likelier the one
+  asked for. It changes no item returned, only their order.
 
 The session's pins and recent messages (working memory) are not cut: they come first.
 """
@@ -95,6 +101,9 @@ class Cut:
     restated_values: float = 0.0
     #: A restatement's relevance is at least this share of the older item's (0: any).
     restated_relevance: float = 0.0
+    #: Strength of freshness in ordering what passed the cut (0: by score alone;
+    #: ``router.present_freshness_order``, for a question about the present).
+    freshness_order: float = 0.0
     #: Candidates one signal of a source brings (``router.candidate_pool``).
     pool: int = 50
 
@@ -130,7 +139,35 @@ def cut(found: Sequence[Found], how: Cut, embedder: Embedder, query: str = "") -
         ranked = _diverse(ranked, similar, how.diversity, how.top_k)
     out = _distinct(kept + ranked)
     working = [f for f in out if f.item.layer == "working"]
-    return working + [f for f in out if f.item.layer != "working"][: how.top_k]
+    answers = [f for f in out if f.item.layer != "working"][: how.top_k]
+    if how.freshness_order > 0 and len(answers) > 1:
+        answers = _fresher_first(answers, how, embedder, query)
+    return working + answers
+
+
+def _fresher_first(answers: list[Found], how: Cut, embedder: Embedder, query: str) -> list[Found]:
+    """``answers`` (what passed the cut) ordered by score times a freshness prior of
+    strength ``how.freshness_order``; then, as in the cut, each current version before its
+    superseded ones and each restatement right above what it restates. The cut decided
+    what answers; among the answers to a question about the present, the fresher first."""
+    strength = how.freshness_order
+
+    def ordered(f: Found) -> float:
+        fresh = f.item.signals.get("freshness")
+        return f.item.score * (1.0 if fresh is None else 1.0 + strength * (fresh - 0.5))
+
+    out = []
+    for f in sorted(answers, key=lambda f: -ordered(f)):
+        fresh = f.item.signals.get("freshness")
+        if fresh is not None:
+            note = f"ordered by freshness {fresh:.2f} (a question about the present)"
+            why = f"{f.item.why}; {note}" if f.item.why else note
+            f = replace(f, item=replace(f.item, why=why))
+        out.append(f)
+    out = _current_first(out)
+    if how.restated_similarity > 0:
+        out, _ = _restated(out, lambda f: True, how, embedder, query)
+    return out
 
 
 def _distinct(found: list[Found]) -> list[Found]:

@@ -111,6 +111,8 @@ class Recall:
             restated_wording=config.restated_wording,
             restated_values=config.restated_values,
             restated_relevance=config.restated_relevance,
+            # Of the answers to "what is X now", the fresher first.
+            freshness_order=config.present_freshness_order if plan.says_present else 0.0,
             pool=config.candidate_pool,
         )
         asked = Asked(query, mem.embedder.embed_query(query), plan, reader, teams, when)

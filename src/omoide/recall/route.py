@@ -7,9 +7,10 @@ so (``router.present_cues``: "now", "currently", "今", "現在") or one with no
 past tense (``router.past_tense_cues``, and an English word ending in "-ed" without a present
 auxiliary: "what was fixed" but not "when are deploys allowed") and no time range — is
 marked :attr:`Route.present`: of several statements of a fact, the newest answers it
-(:mod:`omoide.recall.cut` puts a newer restatement first). The cues and each route's
-weights are configuration (:class:`~omoide.core.settings.RouterConfig`), in Japanese and
-English.
+(:mod:`omoide.recall.cut` puts a newer restatement first); and one that says so is marked
+:attr:`Route.says_present` as well: of the answers that pass the cut, the fresher come first.
+The cues and each route's weights are configuration
+(:class:`~omoide.core.settings.RouterConfig`), in Japanese and English.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ class Route:
     howto: bool = False
     #: The question asks about the present state of things (see the module's docstring).
     present: bool = False
+    #: The question says so, with one of ``router.present_cues`` ("now", "currently", "今").
+    says_present: bool = False
     #: The identifiers the question names (:func:`omoide.text.identifiers.identifier_tokens`).
     identifiers: tuple[str, ...] = ()
 
@@ -105,7 +108,9 @@ def route(query: str, now: datetime, config: RouterConfig | None = None) -> Rout
         weights.update(howto_weights)
         reasons["procedural"] = "the question asks how to do something"
     present = _present(folded, past, time_range, config)
-    return Route(weights, reasons, time_range, past, howto, present, tuple(identifier_tokens(text)))
+    says = _cued(folded, config.present_cues)
+    ids = tuple(identifier_tokens(text))
+    return Route(weights, reasons, time_range, past, howto, present, says, ids)
 
 
 _DEFAULTS = {"working": 1.0, "episodic": 0.9, "semantic": 1.0, "procedural": 0.6}
