@@ -71,7 +71,7 @@ from omoide.recall.packing import dedupe
 from omoide.recall.sources import Found
 from omoide.text.fulltext import content_terms, index_text
 from omoide.text.identifiers import identifier_tokens, names_another
-from omoide.text.relevance import languages, same_language, word_share
+from omoide.text.relevance import languages, prior, same_language, word_share
 
 __all__ = ["Cut", "cut"]
 
@@ -150,21 +150,18 @@ def _fresher_first(answers: list[Found], how: Cut, embedder: Embedder, query: st
     strength ``how.freshness_order``; then, as in the cut, each current version before its
     superseded ones and each restatement right above what it restates. The cut decided
     what answers; among the answers to a question about the present, the fresher first."""
-    strength = how.freshness_order
-
-    def ordered(f: Found) -> float:
+    weighed = []
+    for f in answers:
         fresh = f.item.signals.get("freshness")
-        return f.item.score * (1.0 if fresh is None else 1.0 + strength * (fresh - 0.5))
-
-    out = []
-    for f in sorted(answers, key=lambda f: -ordered(f)):
-        fresh = f.item.signals.get("freshness")
+        value = f.item.score
         if fresh is not None:
+            value *= prior(fresh, how.freshness_order)
             note = f"ordered by freshness {fresh:.2f} (a question about the present)"
             why = f"{f.item.why}; {note}" if f.item.why else note
             f = replace(f, item=replace(f.item, why=why))
-        out.append(f)
-    out = _current_first(out)
+        weighed.append((value, f))
+    weighed.sort(key=lambda pair: -pair[0])
+    out = _current_first([f for _, f in weighed])
     if how.restated_similarity > 0:
         out, _ = _restated(out, lambda f: True, how, embedder, query)
     return out
@@ -269,20 +266,14 @@ def _alike(
     ).reshape(len(distinct), len(distinct))
     differ = table[np.ix_(which, which)]
     alike = np.asarray(similar >= np.where(differ, across, how.restated_similarity))
-    gates = [g for g, on in ((WORDING_GATE, how.restated_wording), (how.restated_values, 1)) if on]
-    if not gates:
-        return alike
-    unseen = ~alike & ~differ & (similar >= min(gates))
+    # The two word tests read only pairs at least this alike in meaning (inf: test off).
+    wording = WORDING_GATE if how.restated_wording > 0 else np.inf
+    values = how.restated_values or np.inf
+    unseen = ~alike & ~differ & (similar >= min(wording, values))
     for a, b in np.argwhere(np.triu(unseen, 1)):
         first, second = found[a].item.text, found[b].item.text
-        if (
-            how.restated_wording > 0
-            and similar[a, b] >= WORDING_GATE
-            and _worded_alike(first, second, how.restated_wording)
-        ) or (
-            how.restated_values > 0
-            and similar[a, b] >= how.restated_values
-            and _other_values(first, second)
+        if (similar[a, b] >= wording and _worded_alike(first, second, how.restated_wording)) or (
+            similar[a, b] >= values and _other_values(first, second)
         ):
             alike[a, b] = alike[b, a] = True
     return alike
