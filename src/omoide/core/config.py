@@ -323,6 +323,8 @@ def _check(config: Config) -> None:
         _positive(s.chunk_tokens, "semantic.chunk_tokens")
     if s.chunk_overlap_tokens < 0:
         raise ConfigError("semantic.chunk_overlap_tokens: must be >= 0")
+    if s.in_process_chunks != 0:  # 0 turns it off
+        _positive(s.in_process_chunks, "semantic.in_process_chunks")
     for name in ("ema_alpha", "success_weight", "quality_weight", "initial_success_rate"):
         _unit(getattr(p, name), f"procedural.{name}")
     if not 0 <= p.initial_quality_score <= 10:

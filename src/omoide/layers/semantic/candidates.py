@@ -1,13 +1,15 @@
 """The documents of a collection that may answer a question, with their raw signals.
 
-A ranker (:mod:`omoide.recall`) asks one collection on one reader's behalf in four batched
-reads, never one per hit: the nearest chunks by meaning (one ChromaDB query, the reader's
-scope in its filter), the documents its words find (one FTS5 query), the full-text rank of the
-nearest among them (one FTS5 query restricted to their ids), and the chunks of the documents
-found only by their words (one ChromaDB ``get``, their similarity computed here from the
-stored vectors). The registry then gives every candidate's author, time and version in one
-query. Part of the semantic layer, which owns the tables it reads.
-"""
+A ranker (:mod:`omoide.recall`) asks one collection on one reader's behalf in batched reads,
+never one per hit: the nearest chunks by meaning, the documents its words find (one FTS5
+query), the full-text rank of the nearest among them (one FTS5 query restricted to their ids),
+and the chunks of the documents found only by their words, their similarity computed from the
+stored vectors. The registry then gives every candidate's author, time and version in one
+query. Chunks come from the copy of the collection held in the process
+(:mod:`omoide.layers.semantic.mirror`: an exact search, no ChromaDB call), or, where none is
+held, from ChromaDB: one query for the nearest (the reader's scope checked on its result, or
+in its filter) and one ``get`` by id for the chunks of the others. Part of the semantic
+layer, which owns the tables it reads."""
 
 from __future__ import annotations
 
@@ -19,10 +21,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from omoide.clock import from_timestamp
+from omoide.clock import from_timestamp, to_timestamp
 from omoide.core.filters import may_read, public_metadata, reader_where
 from omoide.layers.semantic.counts import decode_counts
 from omoide.layers.semantic.matches import matches
+from omoide.layers.semantic.mirror import ChunkFlags, Found, MirroredCollection
 from omoide.layers.semantic.registry import SEARCHABLE, DocumentRegistry
 from omoide.storage import Database
 from omoide.storage.chroma import chroma_errors, query_collection
@@ -74,7 +77,11 @@ def gather(
     meaning and the ``pool`` best by words (``expression``: the question's FTS5 expression,
     None when it has no words), among what ``reader`` may read."""
     teams = sorted(reader_teams)
-    nearest = _nearest(chroma, vector, pool, reader, teams, expiry)
+    source: _InProcess | _FromChroma = _InProcess(chroma, vector, reader, teams, now)
+    nearest = source.nearest(pool)
+    if nearest is None:  # the collection's vectors are not held in the process
+        source = _FromChroma(chroma, vector, reader, teams, expiry)
+        nearest = source.nearest(pool)
     words = (
         {}
         if expression is None
@@ -96,7 +103,7 @@ def gather(
     missing += [d for d in successors if d not in nearest and d not in missing]
     if missing:
         counts = {d: int(rows[d]["chunk_count"]) for d in missing if d in rows}
-        nearest.update(_chunks_of(chroma, vector, counts))
+        nearest.update(source.chunks_of(counts))
     found = []
     for doc_id, (text, cosine, meta, chunk_vector) in nearest.items():
         row = rows.get(doc_id)
@@ -217,6 +224,66 @@ def _chunks_of(
         if doc_id not in found or cosine > found[doc_id][1]:
             found[doc_id] = (doc or "", cosine, meta, chunk_vector)
     return found
+
+
+class _FromChroma:
+    """The chunks ChromaDB finds: its query for the nearest, its read by id for the chunks
+    of given documents."""
+
+    def __init__(
+        self,
+        chroma: Any,
+        vector: npt.NDArray[np.float32],
+        reader: str | None,
+        teams: Sequence[str],
+        expiry: Mapping[str, Any] | None,
+    ) -> None:
+        self._chroma, self._vector = chroma, vector
+        self._reader, self._teams, self._expiry = reader, teams, expiry
+
+    def nearest(self, pool: int) -> dict[str, _Chunk]:
+        return _nearest(self._chroma, self._vector, pool, self._reader, self._teams, self._expiry)
+
+    def chunks_of(self, chunk_counts: Mapping[str, int]) -> dict[str, _Chunk]:
+        return _chunks_of(self._chroma, self._vector, chunk_counts)
+
+
+class _InProcess:
+    """The chunks an exact search over the collection held in the process finds
+    (:class:`~omoide.layers.semantic.mirror.MirroredCollection`), without asking ChromaDB."""
+
+    def __init__(
+        self,
+        chroma: Any,
+        vector: npt.NDArray[np.float32],
+        reader: str | None,
+        teams: Sequence[str],
+        now: datetime,
+    ) -> None:
+        self._chroma = chroma if isinstance(chroma, MirroredCollection) else None
+        self._vector = vector
+        self._reader, self._teams, self._now = reader, teams, to_timestamp(now)
+
+    def _readable(self, flags: ChunkFlags) -> bool:
+        return flags.readable(self._reader, self._teams, self._now)
+
+    def nearest(self, pool: int) -> dict[str, _Chunk] | None:
+        """The best chunk of each of the ``pool`` nearest documents the reader may read
+        (None: the collection's vectors are not held here)."""
+        if self._chroma is None:
+            return None
+        found = self._chroma.nearest(self._vector, pool, self._readable)
+        return None if found is None else _by_document(found)
+
+    def chunks_of(self, documents: Iterable[str]) -> dict[str, _Chunk]:
+        """The chunk of each of ``documents`` nearest the question, of those readable."""
+        assert self._chroma is not None
+        found = self._chroma.chunks_of(self._vector, documents, self._readable)
+        return {} if found is None else _by_document(found)
+
+
+def _by_document(found: Sequence[Found]) -> dict[str, _Chunk]:
+    return {doc_id: (text, cos, meta, vec) for doc_id, text, cos, meta, vec in found}
 
 
 def _chunk_tokens(stored: Any, chunk: Any) -> int | None:

