@@ -59,9 +59,7 @@ def _summary(found: list[DocumentCandidate]) -> dict[str, tuple[str, float, floa
 
 
 def _store(mem: Memory, docs: list[tuple[str, str]], **kwargs: Any) -> None:
-    mem.semantic.store(
-        "knowledge", [text for _, text in docs], ids=[i for i, _ in docs], **kwargs
-    )
+    mem.semantic.store("knowledge", [text for _, text in docs], ids=[i for i, _ in docs], **kwargs)
 
 
 def test_the_held_copy_finds_what_chromadb_finds(
