@@ -65,6 +65,7 @@ from functools import cache, lru_cache
 
 import numpy as np
 
+from omoide.core.similarity import pairwise
 from omoide.providers.embeddings import Embedder
 from omoide.recall.context import origin
 from omoide.recall.packing import dedupe
@@ -401,7 +402,7 @@ def _similarity(found: Sequence[Found], embedder: Embedder) -> np.ndarray:
     matrix = np.stack(
         [f.vector if f.vector is not None else np.zeros(dim, np.float32) for f in found]
     )
-    sims = np.asarray(embedder.calibrate(matrix @ matrix.T, "passage"), dtype=np.float32)
+    sims = np.asarray(embedder.calibrate(pairwise(matrix), "passage"), dtype=np.float32)
     missing = [i for i, f in enumerate(found) if f.vector is None]
     sims[missing, :] = 0.0
     sims[:, missing] = 0.0

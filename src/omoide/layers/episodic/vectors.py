@@ -14,6 +14,8 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import numpy.typing as npt
 
+from omoide.core.similarity import similarities
+
 __all__ = ["VectorMatrix"]
 
 
@@ -65,7 +67,7 @@ class VectorMatrix:
         self, query: npt.NDArray[np.float32]
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
         """Row ids and cosine similarity of every stored vector to ``query``."""
-        return self._rowids[: self._size], self._matrix[: self._size] @ query
+        return self._rowids[: self._size], similarities(self._matrix[: self._size], query)
 
     def nearest(
         self, query: npt.NDArray[np.float32], k: int
