@@ -158,10 +158,11 @@ class SemanticConfig:
     #: fleet simulation found 54 % of the exact ten nearest; at 500, 98 %, in about 5 ms.
     hnsw_search_ef: int = 500
     hnsw_m: int = 16
-    #: A collection of at most this many chunks also keeps their vectors in the process and is
-    #: searched exactly there, asking ChromaDB only for the texts it keeps (0: always ask
-    #: ChromaDB). Ignored on a shared database, whose collections other replicas write.
-    in_process_chunks: int = 100_000
+    #: A collection of at most this many chunks is also held in the process (vectors, texts,
+    #: metadata: about 4 kB a chunk) and searched exactly there, without a ChromaDB query (0:
+    #: always ask ChromaDB). Ignored on a shared database, whose collections other replicas
+    #: write.
+    in_process_chunks: int = 50_000
     #: Chunk size in tokens; ``None`` uses the embedder's window less a margin for the prefix.
     chunk_tokens: int | None = None
     chunk_overlap_tokens: int = 50
