@@ -77,11 +77,17 @@ def gather(
     meaning and the ``pool`` best by words (``expression``: the question's FTS5 expression,
     None when it has no words), among what ``reader`` may read."""
     teams = sorted(reader_teams)
-    source: _InProcess | _FromChroma = _InProcess(chroma, vector, reader, teams, now)
-    nearest = source.nearest(pool)
-    if nearest is None:  # the collection's vectors are not held in the process
-        source = _FromChroma(chroma, vector, reader, teams, expiry)
-        nearest = source.nearest(pool)
+    stamp = to_timestamp(now)
+
+    def readable(flags: ChunkFlags) -> bool:
+        return flags.readable(reader, teams, stamp)
+
+    held = chroma if isinstance(chroma, MirroredCollection) else None
+    copied = None if held is None else held.nearest(vector, pool, readable)
+    if copied is None:  # the collection is not held in the process: ChromaDB searches it
+        nearest = _nearest(chroma, vector, pool, reader, teams, expiry)
+    else:
+        nearest = _by_document(copied)
     words = (
         {}
         if expression is None
@@ -103,7 +109,10 @@ def gather(
     missing += [d for d in successors if d not in nearest and d not in missing]
     if missing:
         counts = {d: int(rows[d]["chunk_count"]) for d in missing if d in rows}
-        nearest.update(source.chunks_of(counts))
+        copied = None if held is None else held.chunks_of(vector, counts, readable)
+        nearest.update(
+            _chunks_of(chroma, vector, counts) if copied is None else _by_document(copied)
+        )
     found = []
     for doc_id, (text, cosine, meta, chunk_vector) in nearest.items():
         row = rows.get(doc_id)
@@ -226,63 +235,8 @@ def _chunks_of(
     return found
 
 
-class _FromChroma:
-    """The chunks ChromaDB finds: its query for the nearest, its read by id for the chunks
-    of given documents."""
-
-    def __init__(
-        self,
-        chroma: Any,
-        vector: npt.NDArray[np.float32],
-        reader: str | None,
-        teams: Sequence[str],
-        expiry: Mapping[str, Any] | None,
-    ) -> None:
-        self._chroma, self._vector = chroma, vector
-        self._reader, self._teams, self._expiry = reader, teams, expiry
-
-    def nearest(self, pool: int) -> dict[str, _Chunk]:
-        return _nearest(self._chroma, self._vector, pool, self._reader, self._teams, self._expiry)
-
-    def chunks_of(self, chunk_counts: Mapping[str, int]) -> dict[str, _Chunk]:
-        return _chunks_of(self._chroma, self._vector, chunk_counts)
-
-
-class _InProcess:
-    """The chunks an exact search over the collection held in the process finds
-    (:class:`~omoide.layers.semantic.mirror.MirroredCollection`), without asking ChromaDB."""
-
-    def __init__(
-        self,
-        chroma: Any,
-        vector: npt.NDArray[np.float32],
-        reader: str | None,
-        teams: Sequence[str],
-        now: datetime,
-    ) -> None:
-        self._chroma = chroma if isinstance(chroma, MirroredCollection) else None
-        self._vector = vector
-        self._reader, self._teams, self._now = reader, teams, to_timestamp(now)
-
-    def _readable(self, flags: ChunkFlags) -> bool:
-        return flags.readable(self._reader, self._teams, self._now)
-
-    def nearest(self, pool: int) -> dict[str, _Chunk] | None:
-        """The best chunk of each of the ``pool`` nearest documents the reader may read
-        (None: the collection's vectors are not held here)."""
-        if self._chroma is None:
-            return None
-        found = self._chroma.nearest(self._vector, pool, self._readable)
-        return None if found is None else _by_document(found)
-
-    def chunks_of(self, documents: Iterable[str]) -> dict[str, _Chunk]:
-        """The chunk of each of ``documents`` nearest the question, of those readable."""
-        assert self._chroma is not None
-        found = self._chroma.chunks_of(self._vector, documents, self._readable)
-        return {} if found is None else _by_document(found)
-
-
 def _by_document(found: Sequence[Found]) -> dict[str, _Chunk]:
+    """The chunks the copy held in the process found, by document."""
     return {doc_id: (text, cos, meta, vec) for doc_id, text, cos, meta, vec in found}
 
 
