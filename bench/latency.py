@@ -492,6 +492,8 @@ def backends_section(facts: dict[str, dict[str, object]], n_queries: int, comman
     theirs = cast(dict[str, tuple[float, float]], shared["percentiles"])
     rows: list[list[object]] = []
     for label, (p50, p95) in ours.items():
+        if label not in theirs:  # the ablation of the held copy: embedded only
+            continue
         q50, q95 = theirs[label]
         ratios = [f"{q50 / p50:.2f}×", f"{q95 / p95:.2f}×"]
         rows.append([label, fmt(p50), fmt(p95), fmt(q50), fmt(q95), *ratios])
@@ -507,14 +509,15 @@ def backends_section(facts: dict[str, dict[str, object]], n_queries: int, comman
             f"### Memory.recall at {size} on each backend (`{command}`)",
             f"Machine: {machine()}. The measurement of `--recall-only`, twice in one process: "
             "on the embedded store (SQLite, episode vectors in memory, documents in the data "
-            "directory's ChromaDB), then on a fresh PostgreSQL database with every vector on a "
-            'Chroma server (`episodic.vector_store = "chroma"`): the same texts, vectors and '
-            f"{n_queries} queries per row, one agent asking at a time. Both stores are filled "
-            "with `record_many` (500 episodes a call) and `semantic.store` (1,000 documents a "
-            f"call), {embedded['chunks']:,} chunks; passages embedded for real while filling: "
-            f"{embedded['embedded']:,} and {shared['embedded']:,} (the others' vectors come "
-            "from the cache, or are synthetic beyond `--real-passages`). Ratios: PostgreSQL + "
-            "Chroma server over embedded. Load average at the end of each: "
+            "directory's ChromaDB and held in the process), then on a fresh PostgreSQL "
+            "database with every vector on a Chroma server (`episodic.vector_store = "
+            '"chroma"`; documents not held, the database being shared): the same texts, '
+            f"vectors and {n_queries} queries per row, one agent asking at a time. Both stores "
+            "are filled with `record_many` (500 episodes a call) and `semantic.store` (1,000 "
+            f"documents a call), {embedded['chunks']:,} chunks; passages embedded for real "
+            f"while filling: {embedded['embedded']:,} and {shared['embedded']:,} (the others' "
+            "vectors come from the cache, or are synthetic beyond `--real-passages`). Ratios: "
+            "PostgreSQL + Chroma server over embedded. Load average at the end of each: "
             f"{loads[0]:.1f} and {loads[1]:.1f} on {os.cpu_count()} cores.",
             table(headers, rows),
         ]
