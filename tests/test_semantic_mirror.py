@@ -4,6 +4,7 @@ kept in line (past its limit, on a shared database)."""
 
 from __future__ import annotations
 
+import threading
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
@@ -158,30 +159,43 @@ def test_the_limit_must_be_a_whole_number(value: Any) -> None:
         Config.from_dict({"semantic": {"in_process_chunks": value}})
 
 
-def test_a_write_while_the_copy_is_read_does_not_skip_a_chunk(
-    mem: Memory, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The copy is read in pages by offset; a removal between two pages shifts the second.
-    The copy read meanwhile is read again, so it holds every chunk ChromaDB holds."""
+def test_writes_wait_while_the_copy_is_read(mem: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The copy is read in pages by offset; a removal between two pages would shift the
+    second and skip a chunk. Another thread's write waits until the copy is read, and the
+    next search brings its change in: the copy holds every chunk ChromaDB holds."""
     _store(mem, DOCS, agent_name="ceo")
     held = mem.semantic._collection("knowledge")
     assert isinstance(held, MirroredCollection)
     monkeypatch.setattr(mirror, "_PAGE", 2)
     chroma = held._coll
-    pages = []
+    first = chroma.get(limit=1, include=[])["ids"][0]
+    writer = threading.Thread(target=lambda: held.delete(ids=[first]))
+    done_while_read: list[bool] = []
+    waiting = threading.Event()
 
-    class Interrupted:
+    class Seen(threading.Condition):
+        def wait(self, timeout: float | None = None) -> bool:
+            waiting.set()  # a write (the only waiter here) has stopped to wait
+            return super().wait(timeout)
+
+    monkeypatch.setattr(held, "_changed", Seen(held._noted_lock))
+
+    class Paged:
         def __getattr__(self, name: str) -> Any:
             return getattr(chroma, name)
 
         def get(self, **kwargs: Any) -> Any:
-            pages.append(kwargs.get("offset"))
-            if len(pages) == 1:  # another thread's write, between the first two pages
-                first = chroma.get(limit=1, include=[])["ids"][0]
-                held.delete(ids=[first])
+            if kwargs.get("offset") == 0:  # another thread writes between the first pages
+                writer.start()
+                assert waiting.wait(timeout=30), "the write did not wait"
+            elif "offset" in kwargs:
+                done_while_read.append(not writer.is_alive())
             return chroma.get(**kwargs)
 
-    monkeypatch.setattr(held, "_coll", Interrupted())
+    monkeypatch.setattr(held, "_coll", Paged())
     assert _candidates(mem, "when do we deploy?")
-    assert pages.count(0) == 2  # read again from the start
+    writer.join()
+    assert done_while_read and not any(done_while_read)  # it waited for the whole read
+    assert first not in set(chroma.get(include=[])["ids"])
+    _candidates(mem, "when do we deploy?")
     assert set(held._keys) == set(chroma.get(include=[])["ids"])

@@ -12,8 +12,8 @@ search, which reads the collection (about a second for 10,000 chunks).
 
 Staying in line with ChromaDB:
 
-- The copy is built from the collection on first use (in pages), not at open. A copy read
-  while a write was under way is read again (a removal shifts the pages after it).
+- The copy is built from the collection on first use (in pages), not at open; writes to the
+  collection wait while it is read (a removal would shift the pages after it).
 - Every write of the semantic store goes through the wrapper (``upsert``, ``add``, ``update``
   and ``delete`` are ChromaDB's own, passed on). Once ChromaDB has taken a write — or failed
   it — the chunk ids it named are noted, and the next search reads those chunks again from
@@ -31,7 +31,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -44,9 +44,6 @@ __all__ = ["ChunkFlags", "Found", "MirroredCollection", "chunk_flags", "document
 
 #: Chunks read from ChromaDB per request while the matrix is built.
 _PAGE = 5_000
-#: Reads of the whole collection a search tries before asking ChromaDB instead, when writes
-#: keep coming while it is read.
-_BUILD_ATTEMPTS = 3
 
 
 def document_of(chunk_id: str) -> str:
@@ -104,9 +101,11 @@ class MirroredCollection:
         self._limit = limit
         self._lock = threading.Lock()  # the matrix and its tables
         self._noted_lock = threading.Lock()  # ids written since the last search
+        #: Notified when a write or a build of the copy ends (under ``_noted_lock``).
+        self._changed = threading.Condition(self._noted_lock)
         self._noted: set[str] = set()
         self._writing = 0  # writes under way
-        self._written = 0  # writes done, ever
+        self._building = False  # the whole collection is being read: writes wait
         self._rebuild = True
         self._matrix: VectorMatrix | None = None
         self._keys: dict[str, int] = {}
@@ -135,18 +134,20 @@ class MirroredCollection:
         return self._noting(ids, lambda: self._coll.delete(ids=ids, **kwargs))
 
     def _noting(self, ids: Sequence[str] | None, write: Callable[[], Any]) -> Any:
-        with self._noted_lock:
+        with self._changed:
+            while self._building:
+                self._changed.wait()
             self._writing += 1
         try:
             return write()
         finally:  # after ChromaDB took it (or failed): a search never reads it half-done
-            with self._noted_lock:
+            with self._changed:
                 self._writing -= 1
-                self._written += 1
                 if ids is None:
                     self._rebuild = True
                 else:
                     self._noted.update(str(i) for i in ids)
+                self._changed.notify_all()
 
     # -- searches ----------------------------------------------------------------------------
 
@@ -229,13 +230,7 @@ class MirroredCollection:
 
     def _refresh(self, rebuild: bool, noted: set[str]) -> VectorMatrix | None:
         if rebuild or self._matrix is None:
-            for _ in range(_BUILD_ATTEMPTS):
-                built = self._build()
-                if built is not False:
-                    return built
-            with self._noted_lock:  # writes kept coming: ask ChromaDB, and try again next time
-                self._rebuild = True
-            return None
+            return self._build()
         if noted:
             ordered = sorted(noted)
             with chroma_errors("ids"):
@@ -249,31 +244,37 @@ class MirroredCollection:
                 return None
         return self._matrix
 
-    def _build(self) -> VectorMatrix | Literal[False] | None:
-        """The matrix read afresh from the collection (None: past the limit; False: a write
-        came while it was read). The collection is read in pages by offset, and a write that
-        removes a chunk shifts the pages after it, which could skip a chunk no write names:
-        a copy read while any write was under way is not kept."""
-        with self._noted_lock:
-            quiet, written = self._writing == 0, self._written
-        self._clear()
-        with chroma_errors("collection"):
-            total = int(self._coll.count())
-        if total > self._limit:
-            with self._noted_lock:
-                self._rebuild = True  # looked at again on every search: it may shrink
-            return None
-        for start in range(0, total, _PAGE):
+    def _build(self) -> VectorMatrix | None:
+        """The matrix read afresh from the collection (None: past the limit). It is read in
+        pages by offset, and a write removing a chunk between two pages would shift the
+        second and skip a chunk no write names: writes wait while it is read (the ones under
+        way first end), once a process, or again after a failed read."""
+        with self._changed:
+            self._building = True  # no write starts now
+            while self._writing:
+                self._changed.wait()
+            self._noted = set()  # the read below sees every write so far
+        try:
+            self._clear()
             with chroma_errors("collection"):
-                page = self._coll.get(
-                    include=["embeddings", "documents", "metadatas"], limit=_PAGE, offset=start
-                )
-            self._put(page)
-        with self._noted_lock:
-            if not quiet or self._writing or self._written != written:
-                return False
-            self._noted = set()  # none: nothing was written meanwhile
-        return self._matrix
+                total = int(self._coll.count())
+            if total > self._limit:
+                with self._noted_lock:
+                    self._rebuild = True  # looked at again on every search: it may shrink
+                return None
+            for start in range(0, total, _PAGE):
+                with chroma_errors("collection"):
+                    page = self._coll.get(
+                        include=["embeddings", "documents", "metadatas"],
+                        limit=_PAGE,
+                        offset=start,
+                    )
+                self._put(page)
+            return self._matrix
+        finally:
+            with self._changed:
+                self._building = False
+                self._changed.notify_all()
 
     def _clear(self) -> None:
         self._matrix = VectorMatrix(self._dim)
