@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from omoide.core.filters import may_read
 from omoide.core.similarity import similarities
 from omoide.layers.episodic.vectors import VectorMatrix
 from omoide.storage.chroma import chroma_errors
@@ -53,36 +54,28 @@ def document_of(chunk_id: str) -> str:
 
 @dataclass(frozen=True)
 class ChunkFlags:
-    """What decides who may read a chunk and until when (its reader flags and expiry)."""
+    """What decides who may read a chunk and until when: its reader flags (the metadata keys
+    :func:`~omoide.core.filters.may_read` reads) and its expiry."""
 
-    agent: str | None
-    everyone: bool
-    #: The ``_r:agent:…`` / ``_r:team:…`` flags set on the chunk.
-    readers: frozenset[str]
+    #: ``_agent``, ``_global`` and the ``_r:agent:…`` / ``_r:team:…`` flags of the chunk.
+    readers: Mapping[str, Any]
     #: When it expires (a timestamp), None when it never does.
     expires: float | None
 
     def readable(self, reader: str | None, teams: Iterable[str], now: float) -> bool:
-        """True when ``reader`` (None: anyone) may read the chunk at ``now``: the rule of
-        :func:`omoide.core.filters.may_read`, and not expired."""
+        """True when ``reader`` (None: anyone) may read the chunk at ``now``: not expired, and
+        :func:`~omoide.core.filters.may_read`'s rule, the one ChromaDB's filter applies."""
         if self.expires is not None and self.expires <= now:
             return False
-        if reader is None or self.everyone or self.agent == reader:
-            return True
-        if f"_r:agent:{reader}" in self.readers:
-            return True
-        return any(f"_r:team:{t}" in self.readers for t in teams)
+        return reader is None or may_read(self.readers, reader, teams)
 
 
 def chunk_flags(metadata: Mapping[str, Any] | None) -> ChunkFlags:
     """The reader flags and expiry in a chunk's metadata."""
     meta = metadata or {}
-    agent = meta.get("_agent")
     expires = meta.get("_expires") if meta.get("_expiring") is True else None
     return ChunkFlags(
-        agent=agent if isinstance(agent, str) else None,
-        everyone=meta.get("_global") is True,
-        readers=frozenset(k for k, v in meta.items() if k.startswith("_r:") and v is True),
+        readers={k: v for k, v in meta.items() if k in ("_agent", "_global") or k[:3] == "_r:"},
         expires=float(expires) if isinstance(expires, int | float) else None,
     )
 
@@ -165,14 +158,13 @@ class MirroredCollection:
             if matrix is None:
                 return None
             keys, sims = matrix.similarities(vector)
-            found: dict[str, Found] = {}
             if not len(keys):
                 return []
             k = min(len(keys), 8 * pool)
             while True:
                 order = np.argpartition(-sims, k - 1)[:k] if k < len(keys) else np.arange(k)
                 order = order[np.argsort(-sims[order], kind="stable")]
-                found = {}
+                found: dict[str, Found] = {}
                 for i in order:
                     key = int(keys[i])
                     if not readable(self._flags[key]):
