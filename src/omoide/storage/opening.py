@@ -40,7 +40,7 @@ def open_database(path: Path, url: str | None, config: Config, clock: Clock) -> 
     """SQLite at ``path``, or the PostgreSQL database ``url`` names (a shared database needs
     shared vectors too: refused with a ConfigError naming the setting otherwise)."""
     if url is None:
-        return SqliteDatabase(path, clock=clock)
+        return SqliteDatabase(path, clock=clock, cache_mib=config.storage.cache_mib)
     if not is_postgres_url(url):
         raise ConfigError(f"{DATABASE_URL_ENV}: expected postgresql://..., got another URL")
     if not config.semantic.chroma_url:
