@@ -85,9 +85,13 @@ class VectorMatrix:
 
     def vectors(self, rowids: Sequence[int]) -> npt.NDArray[np.float32]:
         """The stored vectors of ``rowids``, in order (zeros for one not stored)."""
-        out = np.zeros((len(rowids), self._dim), dtype=np.float32)
-        for i, rowid in enumerate(rowids):
-            at = self._position.get(int(rowid))
-            if at is not None:
-                out[i] = self._matrix[at]
+        at = np.fromiter(
+            (self._position.get(int(rowid), -1) for rowid in rowids),
+            dtype=np.int64,
+            count=len(rowids),
+        )
+        if not len(at) or at.max() < 0:
+            return np.zeros((len(rowids), self._dim), dtype=np.float32)
+        out = self._matrix[np.maximum(at, 0)]  # one gather (a copy), then the absent zeroed
+        out[at < 0] = 0.0
         return out

@@ -171,7 +171,8 @@ class MirroredCollection:
                         continue
                     doc_id = document_of(self._chunk_ids[key])
                     if doc_id not in found:
-                        found[doc_id] = self._found(key, doc_id, float(sims[i]), matrix)
+                        chunk = matrix.vectors([key])[0]
+                        found[doc_id] = self._found(key, doc_id, float(sims[i]), chunk)
                         if len(found) == pool:
                             return list(found.values())
                 if k == len(keys):
@@ -190,20 +191,23 @@ class MirroredCollection:
             matrix = self._current()
             if matrix is None:
                 return None
-            found = []
+            wanted = []
             for doc_id in doc_ids:
                 keys = [k for k in sorted(self._of_doc.get(doc_id, ())) if readable(self._flags[k])]
-                if not keys:
-                    continue
-                vectors = matrix.vectors(keys)
-                sims = similarities(vectors, vector)
-                at = int(np.argmax(sims))
-                found.append(self._found(keys[at], doc_id, float(sims[at]), matrix))
+                if keys:
+                    wanted.append((doc_id, keys))
+            every = [key for _, keys in wanted for key in keys]
+            vectors = matrix.vectors(every)  # every chunk asked for, in one product
+            sims = similarities(vectors, vector) if every else np.zeros(0, dtype=np.float32)
+            found, start = [], 0
+            for doc_id, keys in wanted:
+                at = start + int(np.argmax(sims[start : start + len(keys)]))
+                found.append(self._found(every[at], doc_id, float(sims[at]), vectors[at]))
+                start += len(keys)
             return found
 
-    def _found(self, key: int, doc_id: str, cosine: float, matrix: VectorMatrix) -> Found:
-        text, meta = self._texts[key], dict(self._metadata[key])
-        return (doc_id, text, cosine, meta, matrix.vectors([key])[0])
+    def _found(self, key: int, doc_id: str, cosine: float, chunk: npt.NDArray[np.float32]) -> Found:
+        return (doc_id, self._texts[key], cosine, dict(self._metadata[key]), chunk)
 
     # -- keeping in line ---------------------------------------------------------------------
 
