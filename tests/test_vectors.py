@@ -38,3 +38,14 @@ def test_it_grows_past_its_first_capacity() -> None:
     rowids, sims = matrix.similarities(_unit(1, 0))
     assert sorted(rowids.tolist()) == rows
     assert np.allclose(sims, np.float32(0.70710677))
+
+
+def test_stored_vectors_in_order_with_zeros_for_the_absent() -> None:
+    matrix = VectorMatrix(2)
+    assert matrix.vectors([1, 2]).tolist() == [[0.0, 0.0], [0.0, 0.0]]  # nothing stored yet
+    matrix.add([5, 6], np.stack([_unit(1, 0), _unit(0, 1)]))
+    got = matrix.vectors([6, 99, 5, 6])
+    assert np.allclose(got, [[0, 1], [0, 0], [1, 0], [0, 1]])
+    got[0] = 7.0  # a copy: the stored vector is unchanged
+    assert np.allclose(matrix.vectors([6]), [[0, 1]])
+    assert matrix.vectors([]).shape == (0, 2)

@@ -164,19 +164,22 @@ class MirroredCollection:
             while True:
                 order = np.argpartition(-sims, k - 1)[:k] if k < len(keys) else np.arange(k)
                 order = order[np.argsort(-sims[order], kind="stable")]
-                found: dict[str, Found] = {}
+                best: dict[str, tuple[int, float]] = {}  # document: its nearest chunk
                 for i in order:
                     key = int(keys[i])
                     if not readable(self._flags[key]):
                         continue
                     doc_id = document_of(self._chunk_ids[key])
-                    if doc_id not in found:
-                        chunk = matrix.vectors([key])[0]
-                        found[doc_id] = self._found(key, doc_id, float(sims[i]), chunk)
-                        if len(found) == pool:
-                            return list(found.values())
-                if k == len(keys):
-                    return list(found.values())
+                    if doc_id not in best:
+                        best[doc_id] = (key, float(sims[i]))
+                        if len(best) == pool:
+                            break
+                if len(best) == pool or k == len(keys):
+                    vectors = matrix.vectors([key for key, _ in best.values()])
+                    return [
+                        self._found(key, doc_id, cosine, vectors[n])
+                        for n, (doc_id, (key, cosine)) in enumerate(best.items())
+                    ]
                 k = min(len(keys), 4 * k)
 
     def chunks_of(
