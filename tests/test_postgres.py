@@ -48,6 +48,7 @@ from omoide.service.keys import KeyStore
 from omoide.service.local import LocalOperations
 from omoide.service.transfer import export_jsonl, import_jsonl
 from omoide.storage.opening import maintenance_lock
+from omoide.storage.pg_bm25 import BM25_QUERY_LEXEMES_ONLY
 from omoide.storage.pg_schema import PG_MIGRATIONS
 from omoide.storage.postgres import PostgresDatabase
 
@@ -179,6 +180,75 @@ def test_japanese_full_text_matches_as_on_sqlite(
         assert pg.episodic.count_holding("改定価格", limit=10) == 0  # a phrase, in order
     finally:
         local.close()
+
+
+#: Texts whose terms PostgreSQL reads as one lexeme each, and as several (a version, a
+#: hyphenated word: a phrase there), in both languages.
+SCORED = [
+    "The e-mail gateway was upgraded to v2.14.3 after the outage",
+    "Mail delivery is slow: the gateway queue holds 4,000 messages",
+    "倉庫管理システムの本番はv2.14.3で稼働中",
+    "定例会議は毎週月曜日に開きます。会議室はB-204です",
+    "The weekly meeting moved to room C-310",
+]
+
+
+def test_full_text_scores_are_sqlites_on_postgresql(
+    tmp_path: Path,
+    replicas: list[Memory],
+    clock: ManualClock,
+    embedder: Any,
+    counter: Any,
+    teams_config: Config,
+) -> None:
+    """BM25 of documents and of episodes' context keys is FTS5's, number for number, whether
+    the question's terms are single lexemes on PostgreSQL or phrases there."""
+    pg, _ = replicas
+    local = Memory(
+        tmp_path / "sqlite",
+        clock=clock,
+        embedder=embedder,
+        token_counter=counter,
+        config=teams_config,
+    )
+    try:
+        for memory in (pg, local):
+            memory.semantic.store("knowledge", SCORED, ids=[f"d{i}" for i in range(len(SCORED))])
+            memory.episodic.record_many(
+                {"agent_name": "ops", "event_type": "note", "description": text} for text in SCORED
+            )
+        for question in ("mail gateway", "v2.14.3", "e-mail upgraded", "会議室", "weekly meeting"):
+            scores = [m.semantic.search_text("knowledge", question) for m in (pg, local)]
+            assert scores[0] and scores[0].keys() == scores[1].keys(), question
+            for doc_id, score in scores[1].items():
+                assert scores[0][doc_id] == pytest.approx(score, rel=1e-9), (question, doc_id)
+            keys = [
+                {c.episode.description: c.key_score for c in m.episodic.candidates(question)}
+                for m in (pg, local)
+            ]
+            matched = {text: score for text, score in keys[1].items() if score > 0}
+            assert matched, question
+            for text, score in matched.items():
+                assert keys[0][text] == pytest.approx(score, rel=1e-9), (question, text)
+    finally:
+        local.close()
+    # An expression holding a phrase (a question's analysed terms never make one) is scored as
+    # the previous version of the function scored it: by its words, over the whole table.
+    previous = BM25_QUERY_LEXEMES_ONLY.replace("omoide_bm25(", "omoide_bm25_previous(", 1)
+    with pg.db.locked() as conn:
+        conn.execute(previous)
+    for expression in ('"mail delivery" OR "gateway"', '"毎週 週月" OR "会議"'):
+        now, before = (
+            dict(
+                pg.db.query(
+                    f"SELECT rowid, score FROM {name}('semantic_docs_fts', ?)", [expression]
+                )
+            )
+            for name in ("omoide_bm25", "omoide_bm25_previous")
+        )
+        assert now and now.keys() == before.keys()
+        for rowid, score in before.items():
+            assert now[rowid] == pytest.approx(score, rel=1e-9), (expression, rowid)
 
 
 def test_replicas_read_each_others_writes(replicas: list[Memory]) -> None:

@@ -37,7 +37,7 @@ OWNERS: dict[str, str] = {
     "dashboard_sessions": "server/ui/sessions",
 }
 #: Modules that may name every table: the schema itself (SQLite's and PostgreSQL's).
-SCHEMA = ("storage/migrations", "storage/pg_schema", "storage/pg_guards")
+SCHEMA = ("storage/migrations", "storage/pg_schema", "storage/pg_guards", "storage/pg_bm25")
 
 #: (module, table) -> strings naming it outside its owner, all of them reads (see each group).
 KNOWN: dict[tuple[str, str], int] = {
