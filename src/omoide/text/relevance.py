@@ -78,16 +78,23 @@ def word_share(terms: Iterable[str], analysed: str) -> float:
 
     Terms compare by :func:`~omoide.text.fulltext.term_key`: an English word by its first five
     letters (so a stored word starting with them matches), anything else whole."""
-    wanted = list(terms)
+    wanted = _patterns(tuple(terms))
     if not wanted:
         return 0.0
     padded = f" {analysed} "
-    found = 0
-    for term in wanted:
+    return sum(pattern in padded for pattern in wanted) / len(wanted)
+
+
+@lru_cache(maxsize=1024)
+def _patterns(terms: tuple[str, ...]) -> tuple[str, ...]:
+    """What each term is looked for as in a padded analysed text (:func:`word_share`),
+    remembered: a recall checks one question's terms against every candidate."""
+    patterns = []
+    for term in terms:
         key = term_key(term)
         whole = not (len(key) == 5 and key.isascii() and key.isalpha())
-        found += (f" {key} " if whole else f" {key}") in padded
-    return found / len(wanted)
+        patterns.append(f" {key} " if whole else f" {key}")
+    return tuple(patterns)
 
 
 def words_signal(bm25: float, best: float, share: float) -> float:
