@@ -145,17 +145,12 @@ def test_never_forget_and_the_audit_log_are_enforced_by_the_database(
         ).fetchone() == (1,)
 
 
-def test_japanese_full_text_matches_as_on_sqlite(
-    tmp_path: Path,
-    replicas: list[Memory],
-    clock: ManualClock,
-    embedder: Any,
-    counter: Any,
-    teams_config: Config,
-) -> None:
-    """The same documents and questions give the same full-text matches on both engines."""
-    pg, _ = replicas
-    local = Memory(
+@pytest.fixture
+def local(
+    tmp_path: Path, clock: ManualClock, embedder: Any, counter: Any, teams_config: Config
+) -> Iterator[Memory]:
+    """An embedded store (SQLite) configured as the replicas are, to compare them with."""
+    memory = Memory(
         tmp_path / "sqlite",
         clock=clock,
         embedder=embedder,
@@ -163,27 +158,30 @@ def test_japanese_full_text_matches_as_on_sqlite(
         config=teams_config,
     )
     try:
-        for memory in (pg, local):
-            memory.semantic.store("knowledge", JAPANESE, ids=[f"d{i}" for i in range(4)])
-            for text in JAPANESE:
-                memory.episodic.record("ops", "note", text)
-        for question in ("会議は何曜日", "価格はいつ変わる", "倉庫の鍵", "integration tests"):
-            holding = [m.episodic.count_holding(question, limit=10) for m in (pg, local)]
-            assert holding[0] == holding[1]
-            top = [
-                m.recall(question, agent_name="ops", layers=["semantic"]).items for m in (pg, local)
-            ]
-            assert top[0] and top[1] and top[0][0].text == top[1][0].text
-            found = [m.episodic.recall(question, top_k=1) for m in (pg, local)]
-            assert found[0][0].description == found[1][0].description
-        assert pg.episodic.count_holding("価格改定", limit=10) == 1
-        assert pg.episodic.count_holding("改定価格", limit=10) == 0  # a phrase, in order
+        yield memory
     finally:
-        local.close()
+        memory.close()
 
 
-#: Texts whose terms PostgreSQL reads as one lexeme each, and as several (a version, a
-#: hyphenated word: a phrase there), in both languages.
+def test_japanese_full_text_matches_as_on_sqlite(replicas: list[Memory], local: Memory) -> None:
+    """The same documents and questions give the same full-text matches on both engines."""
+    pg, _ = replicas
+    for memory in (pg, local):
+        memory.semantic.store("knowledge", JAPANESE, ids=[f"d{i}" for i in range(4)])
+        for text in JAPANESE:
+            memory.episodic.record("ops", "note", text)
+    for question in ("会議は何曜日", "価格はいつ変わる", "倉庫の鍵", "integration tests"):
+        holding = [m.episodic.count_holding(question, limit=10) for m in (pg, local)]
+        assert holding[0] == holding[1]
+        top = [m.recall(question, agent_name="ops", layers=["semantic"]).items for m in (pg, local)]
+        assert top[0] and top[1] and top[0][0].text == top[1][0].text
+        found = [m.episodic.recall(question, top_k=1) for m in (pg, local)]
+        assert found[0][0].description == found[1][0].description
+    assert pg.episodic.count_holding("価格改定", limit=10) == 1
+    assert pg.episodic.count_holding("改定価格", limit=10) == 0  # a phrase, in order
+
+
+#: Texts with versions, codes and hyphenated words, in both languages.
 SCORED = [
     "The e-mail gateway was upgraded to v2.14.3 after the outage",
     "Mail delivery is slow: the gateway queue holds 4,000 messages",
@@ -193,45 +191,28 @@ SCORED = [
 ]
 
 
-def test_full_text_scores_are_sqlites_on_postgresql(
-    tmp_path: Path,
-    replicas: list[Memory],
-    clock: ManualClock,
-    embedder: Any,
-    counter: Any,
-    teams_config: Config,
-) -> None:
-    """BM25 of documents and of episodes' context keys is FTS5's, number for number, whether
-    the question's terms are single lexemes on PostgreSQL or phrases there."""
+def test_full_text_scores_are_sqlites_on_postgresql(replicas: list[Memory], local: Memory) -> None:
+    """BM25 of documents and of episodes' context keys is FTS5's, number for number, for a
+    question's terms; an expression holding a phrase is scored as before ``pg-0006``."""
     pg, _ = replicas
-    local = Memory(
-        tmp_path / "sqlite",
-        clock=clock,
-        embedder=embedder,
-        token_counter=counter,
-        config=teams_config,
-    )
-    try:
-        for memory in (pg, local):
-            memory.semantic.store("knowledge", SCORED, ids=[f"d{i}" for i in range(len(SCORED))])
-            memory.episodic.record_many(
-                {"agent_name": "ops", "event_type": "note", "description": text} for text in SCORED
-            )
-        for question in ("mail gateway", "v2.14.3", "e-mail upgraded", "会議室", "weekly meeting"):
-            scores = [m.semantic.search_text("knowledge", question) for m in (pg, local)]
-            assert scores[0] and scores[0].keys() == scores[1].keys(), question
-            for doc_id, score in scores[1].items():
-                assert scores[0][doc_id] == pytest.approx(score, rel=1e-9), (question, doc_id)
-            keys = [
-                {c.episode.description: c.key_score for c in m.episodic.candidates(question)}
-                for m in (pg, local)
-            ]
-            matched = {text: score for text, score in keys[1].items() if score > 0}
-            assert matched, question
-            for text, score in matched.items():
-                assert keys[0][text] == pytest.approx(score, rel=1e-9), (question, text)
-    finally:
-        local.close()
+    for memory in (pg, local):
+        memory.semantic.store("knowledge", SCORED, ids=[f"d{i}" for i in range(len(SCORED))])
+        memory.episodic.record_many(
+            {"agent_name": "ops", "event_type": "note", "description": text} for text in SCORED
+        )
+    for question in ("mail gateway", "v2.14.3", "e-mail upgraded", "会議室", "weekly meeting"):
+        scores = [m.semantic.search_text("knowledge", question) for m in (pg, local)]
+        assert scores[0] and scores[0].keys() == scores[1].keys(), question
+        for doc_id, score in scores[1].items():
+            assert scores[0][doc_id] == pytest.approx(score, rel=1e-9), (question, doc_id)
+        keys = [
+            {c.episode.description: c.key_score for c in m.episodic.candidates(question)}
+            for m in (pg, local)
+        ]
+        matched = {text: score for text, score in keys[1].items() if score > 0}
+        assert matched, question
+        for text, score in matched.items():
+            assert keys[0][text] == pytest.approx(score, rel=1e-9), (question, text)
     # An expression holding a phrase (a question's analysed terms never make one) is scored as
     # the previous version of the function scored it: by its words, over the whole table.
     previous = BM25_QUERY_LEXEMES_ONLY.replace("omoide_bm25(", "omoide_bm25_previous(", 1)
