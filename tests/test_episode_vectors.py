@@ -233,7 +233,7 @@ def test_the_matrix_and_the_chroma_store_share_an_interface(tmp_path: Path) -> N
     from chromadb.config import Settings
 
     from omoide.core.config import SemanticConfig
-    from omoide.layers.episodic.vectors import VectorMatrix
+    from omoide.core.vector_matrix import VectorMatrix
     from omoide.storage.chroma import open_collection
 
     rng = np.random.default_rng(7)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from omoide.layers.episodic.vectors import VectorMatrix
+from omoide.core.vector_matrix import VectorMatrix
 
 
 def _unit(*values: float) -> np.ndarray:

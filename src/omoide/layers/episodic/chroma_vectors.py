@@ -1,9 +1,10 @@
 """Episode embeddings in a ChromaDB collection, for ``episodic.vector_store = "chroma"``.
 
-The default matrix (:mod:`omoide.layers.episodic.vectors`) holds every live episode's vector in
-the process. With this store they live in the collection ``omoide.episodes`` (after
-``semantic.chroma_prefix``) of the semantic layer's ChromaDB (the ``semantic.chroma_url``
-server, else the directory's own), and a search asks it for the nearest. SQLite keeps every
+The default matrix (:class:`~omoide.core.vector_matrix.VectorMatrix`) holds every live
+episode's vector in the process. With this store they live in the collection
+``omoide.episodes`` (after ``semantic.chroma_prefix``) of the semantic layer's ChromaDB (the
+``semantic.chroma_url`` server, else the directory's own), and a search asks it for the
+nearest. SQLite keeps every
 vector (``episodes.embedding``) and stays the truth:
 
 - A search asks for the ``4 × pool`` nearest and keeps those the SQL filter (live state,

@@ -34,11 +34,11 @@ from omoide.core.validation import (
     check_text,
     check_time_range,
 )
+from omoide.core.vector_matrix import VectorMatrix
 from omoide.errors import BackendError
 from omoide.layers.episodic.chroma_vectors import ChromaVectors, store_candidates
 from omoide.layers.episodic.context_keys import DEFAULT_COLUMN_WEIGHTS, key_texts, search_keys
 from omoide.layers.episodic.rows import LIVE_SQL, EpisodicRows
-from omoide.layers.episodic.vectors import VectorMatrix
 from omoide.providers.embeddings import Embedder
 from omoide.storage import Database
 from omoide.text.fulltext import content_terms, index_text

@@ -48,11 +48,11 @@ from omoide.core.validation import (
     check_text,
     check_unit_interval,
 )
+from omoide.core.vector_matrix import VectorMatrix
 from omoide.errors import AlreadyExistsError, NotFoundError, ProtectedMemoryError, ValidationError
 from omoide.layers.episodic.chroma_vectors import ChromaVectors
 from omoide.layers.episodic.rows import LIVE_SQL, EpisodicRows, episode_text
 from omoide.layers.episodic.search import Candidate, EpisodeSearch
-from omoide.layers.episodic.vectors import VectorMatrix
 from omoide.providers.embeddings import Embedder
 from omoide.providers.tokens import TokenCounter
 from omoide.storage import Database

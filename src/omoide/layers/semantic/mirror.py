@@ -38,7 +38,7 @@ import numpy.typing as npt
 
 from omoide.core.filters import may_read
 from omoide.core.similarity import similarities
-from omoide.layers.episodic.vectors import VectorMatrix
+from omoide.core.vector_matrix import VectorMatrix
 from omoide.storage.chroma import chroma_errors
 
 __all__ = ["ChunkFlags", "Found", "MirroredCollection", "chunk_flags", "document_of"]
@@ -305,7 +305,7 @@ class MirroredCollection:
         for key in keys:
             chunk_id = self._chunk_ids.pop(key)
             del self._keys[chunk_id], self._flags[key], self._texts[key], self._metadata[key]
-            doc = self._of_doc[document_of(chunk_id)]
-            doc.discard(key)
-            if not doc:
-                del self._of_doc[document_of(chunk_id)]
+            doc_id = document_of(chunk_id)
+            self._of_doc[doc_id].discard(key)
+            if not self._of_doc[doc_id]:
+                del self._of_doc[doc_id]

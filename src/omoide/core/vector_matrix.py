@@ -1,10 +1,11 @@
-"""Episode embeddings in memory: one growable matrix searched exactly by cosine.
+"""Vectors in memory: one growable matrix, keyed by integer ids, searched exactly by cosine.
 
-The episodic store keeps each episode's vector in SQLite (the truth) and this matrix beside
-it, built on first use: an exact search over tens of thousands of 384-dimension vectors is one
-matrix product, a few milliseconds, and never misses a neighbour as an approximate index can.
-It is the default ``episodic.vector_store``; :mod:`omoide.layers.episodic.chroma_vectors`
-keeps them in ChromaDB instead.
+An exact search over tens of thousands of 384-dimension vectors is one matrix product, a few
+milliseconds, and never misses a neighbour as an approximate index can. The episodic store
+keeps each episode's vector in SQLite (the truth) and one of these beside it, built on first
+use (the default ``episodic.vector_store``; :mod:`omoide.layers.episodic.chroma_vectors` keeps
+them in ChromaDB instead); the semantic layer's in-process copy of a collection
+(:mod:`omoide.layers.semantic.mirror`) holds its chunks' vectors in another.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ __all__ = ["VectorMatrix"]
 
 
 class VectorMatrix:
-    """Embeddings of the stored episodes in one growable matrix, for exact cosine search."""
+    """Stored vectors, by integer id, in one growable matrix for exact cosine search."""
 
     def __init__(self, dimension: int) -> None:
         self._dim = dimension
