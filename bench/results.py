@@ -94,7 +94,8 @@ def add_setting_option(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="NAME=VALUE",
         help="also score Memory.recall with this router setting changed (repeatable: one "
-        "variant each), e.g. --setting restated_similarity=0.7",
+        "variant each; a tuple as comma-separated values), e.g. --setting "
+        "restated_similarity=0.7 or --setting context_key_weights=1,0.25,0.1",
     )
 
 
@@ -108,7 +109,18 @@ def setting_variants(
         name, _, value = setting.partition("=")
         if not hasattr(default, name) or not value:
             parser.error(f"--setting {setting!r}: expected a router setting NAME=VALUE")
-        variants[f"variant: {name} = {value}"] = dataclasses.replace(
-            default, **{name: type(getattr(default, name))(value)}
-        )
+        current = getattr(default, name)
+        try:
+            parsed = (
+                tuple(type(current[0])(v) for v in value.split(","))
+                if isinstance(current, tuple)
+                else type(current)(value)
+            )
+        except (TypeError, ValueError, IndexError):
+            parser.error(f"--setting {setting!r}: {value!r} is not a value of {name}")
+        # A tuple of numbers (column weights) has a fixed length; a tuple of cues does not.
+        fixed = isinstance(current, tuple) and not isinstance(current[0], str)
+        if fixed and len(parsed) != len(current):
+            parser.error(f"--setting {setting!r}: {name} takes {len(current)} values")
+        variants[f"variant: {name} = {value}"] = dataclasses.replace(default, **{name: parsed})
     return variants
