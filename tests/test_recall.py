@@ -512,6 +512,7 @@ def test_router_settings_validate() -> None:
         {"restated_similarity_across_languages": -0.1},
         {"restated_wording": 1.5},
         {"restated_values": 1.5},
+        {"restated_values_across_languages": -0.2},
         {"restated_relevance": -0.1},
         {"other_identifier_factor": 1.5},
     ):

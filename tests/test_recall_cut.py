@@ -329,3 +329,48 @@ def test_for_a_question_about_the_present_the_fresher_answer_comes_first() -> No
     ]
     assert [i.id for i in fresher] == ["newer", "older"]
     assert "ordered by freshness 0.90" in fresher[0].why
+
+
+def _across(newer: str, meaning: float, similarity: float) -> list[Found]:
+    """The overtime cap stated in Japanese, and a newer English text ``similarity`` alike
+    it with ``meaning`` for the question (its relevance is its meaning squared, under the
+    floor), in a background of sixty unrelated items."""
+    found = _statements(newer, (0.6, meaning * meaning), similarity)
+    old, new = found[0].item, found[1].item
+    older = "今後、時間外は月45hまでに抑えてください。"
+    signals = {"relevance": 0.6, "meaning": 0.7}
+    found[0] = dataclasses.replace(
+        found[0], item=dataclasses.replace(old, text=older, signals=signals)
+    )
+    signals = {"relevance": meaning * meaning, "meaning": meaning}
+    found[1] = dataclasses.replace(found[1], item=dataclasses.replace(new, signals=signals))
+    return found
+
+
+def test_a_fact_stated_at_another_value_in_the_other_language_is_its_newer_statement() -> None:
+    """The model rates a restatement in the other language 0.30-0.35 alike, as it rates
+    unrelated text: a newer English statement of the cap at another value of the same kind
+    (``36h`` after ``45h``) is the fact at its new value (``restated_values_across`` 0.3),
+    judged against the older by meaning, as it cannot hold the question's Japanese words.
+    Not when the rule is off, nor for the same value, a value of another kind, or a text
+    that means the question far less than the older one does."""
+    question = "時間外の上限っていまいくつ？"
+    cap = "Overtime cap changes to 36h per month, effective now."
+    for newer, across, meaning, restated in (
+        (cap, 0.3, 0.6, True),
+        (cap, 0.0, 0.6, False),
+        ("Overtime cap stays at 45h per month.", 0.3, 0.6, False),
+        ("Overtime claims are due by 3/15 each month.", 0.3, 0.6, False),
+        (cap, 0.3, 0.4, False),
+    ):
+        how = dataclasses.replace(
+            HOW,
+            restated_similarity=0.8,
+            restated_across_languages=0.5,
+            restated_values=0.6,
+            restated_values_across=across,
+            restated_relevance=0.75,
+        )
+        found = _across(newer, meaning, 0.32)
+        ids = [f.item.id for f in cut(found, how, HashEmbedder(8), question)]
+        assert ids == (["new", "old"] if restated else ["old"]), (newer, across, meaning)

@@ -405,6 +405,7 @@ def _check_router(r: RouterConfig) -> None:
         "restated_similarity_across_languages",
         "restated_wording",
         "restated_values",
+        "restated_values_across_languages",
         "restated_relevance",
     ):
         _unit(getattr(r, name), f"router.{name}")

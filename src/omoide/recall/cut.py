@@ -22,9 +22,13 @@ Items are ranked by score. Then, in order:
   "… held in room C-310.") are one statement with other values, however alike the model
   rates them; and two texts in one language that both state values and not the same ones
   (``router.restated_values``: "時間外労働は月40hまでとします。" and "今後、時間外は月36hまで
-  に抑えてください。", 0.62 alike) are one fact at another value when they are that alike.
-  Across languages only the words both write alike count (numbers, codes): a statement in
-  the other language holds none of the question's other words whatever it says. A newer
+  に抑えてください。", 0.62 alike) are one fact at another value when they are that alike;
+  so are two texts in different languages naming values of one kind and not the same ones
+  (``router.restated_values_across_languages``: ``36h`` and ``45h``, one
+  :func:`~omoide.text.identifiers.form`), which the model rates as alike as unrelated text.
+  Across languages only the words both write alike count (numbers, codes), and meaning
+  stands for relevance: a statement in the other language holds none of the question's
+  other words whatever it says. A newer
   item restates nothing the question asks when it answers the question much less well
   (its relevance under ``router.restated_relevance`` of the older one's), or when it names
   another identifier of the form the question asks for where the older one names none (the
@@ -71,7 +75,7 @@ from omoide.recall.context import origin
 from omoide.recall.packing import dedupe
 from omoide.recall.sources import Found
 from omoide.text.fulltext import content_terms, index_text
-from omoide.text.identifiers import identifier_tokens, names_another
+from omoide.text.identifiers import form, identifier_tokens, identifiers, names_another
 from omoide.text.relevance import languages, prior, same_language, word_share
 
 __all__ = ["Cut", "cut"]
@@ -100,6 +104,10 @@ class Cut:
     #: Two texts in one language stating different values this alike in meaning are one
     #: fact at another value (0: off; ``router.restated_values``).
     restated_values: float = 0.0
+    #: Two texts in different languages stating values of one kind (``36h`` and ``45h``)
+    #: and not the same ones are one fact at another value when this alike in meaning (0:
+    #: off; ``router.restated_values_across_languages``).
+    restated_values_across: float = 0.0
     #: A restatement's relevance is at least this share of the older item's (0: any).
     restated_relevance: float = 0.0
     #: Strength of freshness in ordering what passed the cut (0: by score alone;
@@ -220,8 +228,9 @@ def _holds_as_much(
     one language, of the words either language writes alike (numbers, codes; a Japanese
     question's Latin names) when not: a statement in the other language holds none of the
     question's other words, whatever it says, and must not lose to an older one for that.
-    Its relevance is at least ``relevance`` of ``a``'s: a text that answers the question far
-    less well is about something else, however alike the two read. And it names no other
+    Its relevance is at least ``relevance`` of ``a``'s (across languages its meaning, for the
+    same reason): a text that answers the question far less well is about something else,
+    however alike the two read. And it names no other
     identifier of the asked form (:func:`~omoide.text.identifiers.names_another`) unless
     ``a`` does: the route R-982 going through another hub says nothing of route R-560."""
     terms = content_terms(query)
@@ -239,13 +248,15 @@ def _holds_as_much(
     def other(i: int) -> bool:
         return bool(asked) and names_another(asked, found[i].item.text)
 
-    def relevant(i: int) -> float:
-        return found[i].item.signals.get("relevance", 0.0)
+    def signal(i: int, same: bool) -> float:
+        signals = found[i].item.signals
+        relevant = signals.get("relevance", 0.0)
+        return relevant if same else signals.get("meaning", relevant)
 
     def holds(b: int, a: int) -> bool:
-        if relevant(b) < relevance * relevant(a) or (other(b) and not other(a)):
-            return False
         same = same_language(scripts[a], scripts[b])
+        if signal(b, same) < relevance * signal(a, same) or (other(b) and not other(a)):
+            return False
         return share(b, same) >= share(a, same)
 
     return holds
@@ -277,6 +288,10 @@ def _alike(
             similar[a, b] >= values and _other_values(first, second)
         ):
             alike[a, b] = alike[b, a] = True
+    crossing = ~alike & differ & (similar >= (how.restated_values_across or np.inf))
+    for a, b in np.argwhere(np.triu(crossing, 1)):
+        if _other_kind_values(found[a].item.text, found[b].item.text):
+            alike[a, b] = alike[b, a] = True
     return alike
 
 
@@ -292,6 +307,23 @@ def _other_values(first: str, second: str) -> bool:
     ``204`` of ``B-204``) and not the same ones: a fact stated twice, at two values."""
     a, b = _values(first), _values(second)
     return bool(a and b) and a != b
+
+
+def _other_kind_values(first: str, second: str) -> bool:
+    """True when the two texts name values of one kind (:func:`~omoide.text.identifiers.form`:
+    ``36h`` and ``45h``, ``room B-204`` and ``room C-310``) and not the same ones of it: a
+    fact stated at two values, which two languages write alike."""
+    a, b = _kinds(first), _kinds(second)
+    return any(kind in b and a[kind] != b[kind] for kind in a)
+
+
+@lru_cache(maxsize=16_384)
+def _kinds(text: str) -> dict[str, frozenset[str]]:
+    """A text's identifiers by their form, remembered (candidates recur)."""
+    out: dict[str, set[str]] = {}
+    for token in identifiers(text):
+        out.setdefault(form(token), set()).add(token)
+    return {kind: frozenset(tokens) for kind, tokens in out.items()}
 
 
 @lru_cache(maxsize=16_384)

@@ -110,6 +110,7 @@ class Recall:
             restated_across_languages=config.restated_similarity_across_languages,
             restated_wording=config.restated_wording,
             restated_values=config.restated_values,
+            restated_values_across=config.restated_values_across_languages,
             restated_relevance=config.restated_relevance,
             # Of the answers to "what is X now", the fresher first.
             freshness_order=config.present_freshness_order if plan.says_present else 0.0,
