@@ -28,9 +28,9 @@ Items are ranked by score. Then, in order:
   :func:`~omoide.text.identifiers.form`), which the model rates as alike as unrelated text.
   Across languages only the words both write alike count (numbers, codes), and meaning
   stands for relevance: a statement in the other language holds none of the question's
-  other words whatever it says. A newer
-  item restates nothing the question asks when it answers the question much less well
-  (its relevance under ``router.restated_relevance`` of the older one's), or when it names
+  other words whatever it says. A newer item restates nothing the question asks when it
+  answers the question much less well (its relevance under ``router.restated_relevance`` of
+  the older one's), or when it names
   another identifier of the form the question asks for where the older one names none (the
   next incident, another route: it states another fact, not this one's new value). As the
   current version of a fact passes the floor with its superseded one, a restatement passes
@@ -63,7 +63,7 @@ The session's pins and recent messages (working memory) are not cut: they come f
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cache, lru_cache
 
@@ -230,9 +230,9 @@ def _holds_as_much(
     question's other words, whatever it says, and must not lose to an older one for that.
     Its relevance is at least ``relevance`` of ``a``'s (across languages its meaning, for the
     same reason): a text that answers the question far less well is about something else,
-    however alike the two read. And it names no other
-    identifier of the asked form (:func:`~omoide.text.identifiers.names_another`) unless
-    ``a`` does: the route R-982 going through another hub says nothing of route R-560."""
+    however alike the two read. And it names no other identifier of the asked form
+    (:func:`~omoide.text.identifiers.names_another`) unless ``a`` does: the route R-982 going
+    through another hub says nothing of route R-560."""
     terms = content_terms(query)
     asked = identifier_tokens(query)
     if languages(query) & {"cjk"}:
@@ -318,7 +318,7 @@ def _other_kind_values(first: str, second: str) -> bool:
 
 
 @lru_cache(maxsize=16_384)
-def _kinds(text: str) -> dict[str, frozenset[str]]:
+def _kinds(text: str) -> Mapping[str, frozenset[str]]:
     """A text's identifiers by their form, remembered (candidates recur)."""
     out: dict[str, set[str]] = {}
     for token in identifiers(text):
