@@ -10,9 +10,11 @@ import pytest
 
 from omoide import ManualClock, Memory
 from omoide.errors import UnknownCollectionError, ValidationError
+from omoide.layers.semantic.matches import matches
 from omoide.layers.semantic.registry import DocumentRegistry
 from omoide.storage import SqliteDatabase
 from omoide.storage.migrations import MIGRATIONS, SEMANTIC_FULLTEXT_REBUILD
+from omoide.text.fulltext import match_expression
 
 pytestmark = pytest.mark.both_engines
 
@@ -54,6 +56,26 @@ def test_among_limits_the_search_to_given_documents(decided: Memory) -> None:
     assert set(found) == {"priority", "hiring"}
     assert decided.semantic.search_text("decisions", "Q1 budget", among=[]) == {}
     assert decided.semantic.search_text("decisions", "Q1 budget", among=["missing"]) == {}
+
+
+def test_named_documents_are_scored_beside_the_best_in_one_query(
+    decided: Memory, clock: ManualClock
+) -> None:
+    # The ranker's candidates: the best by words, and the words of those found by meaning.
+    assert decided.db is not None
+    expression = match_expression("What was decided on the Q1 budget?")
+    assert expression is not None
+    now = clock.now()
+    best = matches(decided.db, "decisions", expression, 1, None, None, [], now)
+    named = ["hiring", "priority", "budget", "missing"]
+    among = matches(decided.db, "decisions", expression, 10, named, None, [], now)
+    both = matches(decided.db, "decisions", expression, 1, None, None, [], now, also=named)
+    assert list(best) in (["budget"], ["ja-budget"])
+    assert set(among) == {"hiring", "priority", "budget"}
+    assert both == {**best, **among}
+    assert list(both) == [*best, *(d for d in among if d not in best)]
+    scores = [score for score, _ in both.values()]
+    assert scores[1:] == sorted(scores[1:], reverse=True)
 
 
 def test_query_by_ids_returns_those_documents_with_similarities(decided: Memory) -> None:

@@ -149,7 +149,7 @@ def episodes(mem: MemoryParts, asked: Asked) -> list[Found]:
 
 def documents(mem: MemoryParts, asked: Asked, collections: list[str]) -> list[Found]:
     """The documents of each collection the question may be about: one vector query and
-    two full-text queries per collection, rated by words and meaning."""
+    one full-text query per collection, rated by words and meaning."""
     config = mem.config.router
     expression = match_expression(asked.query)
     terms = content_terms(asked.query)

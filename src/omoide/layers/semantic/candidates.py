@@ -1,15 +1,14 @@
 """The documents of a collection that may answer a question, with their raw signals.
 
 A ranker (:mod:`omoide.recall`) asks one collection on one reader's behalf in batched reads,
-never one per hit: the nearest chunks by meaning, the documents its words find (one FTS5
-query), the full-text rank of the nearest among them (one FTS5 query restricted to their ids),
-and the chunks of the documents found only by their words, their similarity computed from the
-stored vectors. The registry then gives every candidate's author, time and version in one
-query. Chunks come from the copy of the collection held in the process
-(:mod:`omoide.layers.semantic.mirror`: an exact search, no ChromaDB call), or, where none is
-held, from ChromaDB: one query for the nearest (the reader's scope checked on its result, or
-in its filter) and one ``get`` by id for the chunks of the others. Part of the semantic
-layer, which owns the tables it reads."""
+never one per hit: the nearest chunks by meaning, then one FTS5 query for the documents its
+words find and the full-text rank of the nearest among them, and the chunks of the documents
+found only by their words, their similarity computed from the stored vectors. The registry
+then gives every candidate's author, time and version in one query. Chunks come from the
+copy of the collection held in the process (:mod:`omoide.layers.semantic.mirror`: an exact
+search, no ChromaDB call), or, where none is held, from ChromaDB: one query for the nearest
+(the reader's scope checked on its result, or in its filter) and one ``get`` by id for the
+chunks of the others. Part of the semantic layer, which owns the tables it reads."""
 
 from __future__ import annotations
 
@@ -88,17 +87,12 @@ def gather(
         nearest = _nearest(chroma, vector, pool, reader, teams, expiry)
     else:
         nearest = _by_document(copied)
+    # The ``pool`` best by words, and the words of the nearest by meaning.
     words = (
         {}
         if expression is None
-        else matches(db, collection, expression, pool, None, reader, teams, now)
+        else matches(db, collection, expression, pool, None, reader, teams, now, also=[*nearest])
     )
-    if expression is not None:
-        unscored = [d for d in nearest if d not in words]
-        if unscored:
-            words.update(
-                matches(db, collection, expression, len(unscored), unscored, reader, teams, now)
-            )
     missing = [d for d in words if d not in nearest]
     rows = {r["id"]: r for r in registry.rows(collection, [*nearest, *missing])}
     # The current version of every superseded candidate is a candidate too (it may be worded
