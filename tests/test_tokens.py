@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import importlib.util
 import random
@@ -136,3 +137,28 @@ def test_the_bound_counts_each_header_part_once(counter: E5TokenCounter) -> None
         bound.bound(10, ' layer="episodic"', ' author="cto"')
     assert calls == [' layer="episodic"', ' author="cto"']
     assert bound.bound(0) == 0
+
+
+def test_a_scored_item_keeps_every_other_field() -> None:
+    item = ContextItem(
+        "semantic",
+        "knowledge/doc-1",
+        "経費精算は毎月25日までに申請してください。",
+        0.0,
+        "semantic",
+        author="agent-3",
+        timestamp=datetime(2026, 5, 1),
+        tokens=21,
+        truncated=True,
+        metadata={"source": "import"},
+        signals={"words": 0.5},
+    )
+    for f in dataclasses.fields(ContextItem):  # a field added later must be set above
+        if f.default is not dataclasses.MISSING:
+            assert getattr(item, f.name) != f.default, f.name
+        elif f.default_factory is not dataclasses.MISSING:
+            assert getattr(item, f.name) != f.default_factory(), f.name
+    signals = {"words": 0.5, "meaning": 0.8}
+    assert item.scored(0.7, "semantic; relevance 0.65", signals) == dataclasses.replace(
+        item, score=0.7, why="semantic; relevance 0.65", signals=signals
+    )

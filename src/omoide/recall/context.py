@@ -46,6 +46,24 @@ class ContextItem:
     #: The signals its score was made of (words, meaning, relevance, priors), by name.
     signals: Mapping[str, float] = field(default_factory=dict)
 
+    def scored(self, score: float, why: str, signals: Mapping[str, float]) -> ContextItem:
+        """This item with a score, its why and its signals: :func:`dataclasses.replace`
+        at less than half the cost, for the scorer copies every candidate of every recall
+        (a field added above is added here too; a test compares the two)."""
+        return ContextItem(
+            self.layer,
+            self.id,
+            self.text,
+            score,
+            why,
+            self.author,
+            self.timestamp,
+            self.tokens,
+            self.truncated,
+            self.metadata,
+            signals,
+        )
+
 
 @dataclass(frozen=True)
 class Context:

@@ -28,7 +28,6 @@ Each item's ``why`` says which signals made its score, with their values.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 
 from omoide.core.settings import RouterConfig
 from omoide.recall.context import ContextItem, origin
@@ -93,7 +92,7 @@ def score(found: Sequence[Found], route: Route, config: RouterConfig) -> list[Fo
         if weight != 1.0:
             parts.append(f"layer weight {weight:g}")
         why = f"{item.why}; {', '.join(parts)}" if item.why else ", ".join(parts)
-        scored.append(replace(f, item=replace(item, score=value, why=why, signals=signals)))
+        scored.append(Found(item.scored(value, why, signals), f.vector, f.successor))
     return scored
 
 
