@@ -134,3 +134,30 @@ def test_time_zone_of_now_is_kept() -> None:
     found = find_time_range("昨日", tokyo)
     assert found is not None
     assert found.start == datetime(2026, 3, 17, tzinfo=ZoneInfo("Asia/Tokyo"))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "毎週土曜日は何時に起きる？",
+        "毎週の月曜は定例です",
+        "土曜ごとにバックアップを取る",
+        "What time do I wake up on Saturday mornings?",
+        "We deploy every Monday.",
+        "Each friday we review the logs.",
+        "I go running on Saturdays",
+    ],
+)
+def test_a_weekday_said_of_every_week_names_no_day(text: str) -> None:
+    assert find_time_range(text, NOW) is None
+
+
+def test_a_weekday_said_once_still_names_its_day() -> None:
+    for text, expression in (
+        ("土曜日の朝は何時に起きた？", "土曜日"),
+        ("先週の月曜日は何をした？", "先週の月曜日"),
+        ("What did I do on Saturday morning?", "on Saturday"),
+        ("last Monday nights were quiet", "last Monday"),
+    ):
+        found = find_time_range(text, NOW)
+        assert found is not None and found.expression == expression, text

@@ -20,6 +20,7 @@ expression                                 range
 2023年 / in 2023                             that year
 月曜日から・月曜以降 / since Monday           the most recent Monday → now
 先週の月曜日 / last Monday, on Monday         that day
+毎週月曜 / every Monday, Monday mornings     none: a habit names no day
 今朝 / this morning, 昨夜 / last night        the morning, the evening and night
 最近 / recently                              the last 14 days
 =========================================  =================================================
@@ -410,8 +411,25 @@ def _en_year(m: re.Match[str], now: datetime) -> tuple[datetime, datetime]:
     return _year(now, int(m["y"]) - now.year)
 
 
+#: A weekday said of every week is a habit, not a day ("毎週土曜日", "土曜ごと", "every
+#: Saturday", "on Saturday mornings"): it names no range.
+_HABIT_BEFORE_JA = re.compile(r"毎週の?$|毎$")
+_HABIT_AFTER_JA = re.compile(r"^(?:ごと|毎)")
+_HABIT_BEFORE_EN = re.compile(r"(?<![A-Za-z])(?:every|each)\s+$", re.IGNORECASE)
+_HABIT_AFTER_EN = re.compile(
+    r"^\s+(?:mornings|afternoons|evenings|nights)(?![A-Za-z])", re.IGNORECASE
+)
+
+
+def _habitual(m: re.Match[str], before: re.Pattern[str], after: re.Pattern[str]) -> bool:
+    """True when the weekday ``m`` found is said of every week (see the patterns above)."""
+    return bool(before.search(m.string[: m.start()]) or after.search(m.string[m.end() :]))
+
+
 @_pattern(rf"(?P<last>先週の?)?{_WEEKDAY_JA}(?P<since>から|以降|以来)?")
 def _ja_weekday(m: re.Match[str], now: datetime) -> tuple[datetime, datetime]:
+    if not m["last"] and _habitual(m, _HABIT_BEFORE_JA, _HABIT_AFTER_JA):
+        raise ValueError(m[0])
     day = _last_weekday(now, _WEEKDAYS_JA[m["wd"]], before_this_week=bool(m["last"]))
     if m["since"]:
         return day, now
@@ -421,6 +439,8 @@ def _ja_weekday(m: re.Match[str], now: datetime) -> tuple[datetime, datetime]:
 @_pattern(rf"{_B}(?P<pre>since|last|on)?\s*(?P<wd>{_WEEKDAY_EN}){_E}")
 def _en_weekday(m: re.Match[str], now: datetime) -> tuple[datetime, datetime]:
     pre = (m["pre"] or "").lower()
+    if pre in ("", "on") and _habitual(m, _HABIT_BEFORE_EN, _HABIT_AFTER_EN):
+        raise ValueError(m[0])
     day = _last_weekday(now, _WEEKDAYS_EN[m["wd"].lower()], before_this_week=pre == "last")
     if pre == "since":
         return day, now
