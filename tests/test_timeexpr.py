@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from omoide.text.timeexpr import find_time_range
+from omoide.text.timeexpr import RECENT_DAYS, find_time_range
 
 NOW = datetime(2026, 3, 18, 15, 0, tzinfo=UTC)  # a Wednesday
 
@@ -161,3 +161,21 @@ def test_a_weekday_said_once_still_names_its_day() -> None:
     ):
         found = find_time_range(text, NOW)
         assert found is not None and found.expression == expression, text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Which streaming service did I start using most recently?",
+        "一番最近行った店は？",
+        "最も最近の障害は？",
+    ],
+)
+def test_most_recently_asks_for_the_newest_not_the_last_days(text: str) -> None:
+    assert find_time_range(text, NOW) is None
+
+
+def test_recently_alone_is_the_last_days() -> None:
+    for text in ("What have I done recently?", "最近のエラー", "almost recently"):
+        found = find_time_range(text, NOW)
+        assert found is not None and found.start == NOW - timedelta(days=RECENT_DAYS), text

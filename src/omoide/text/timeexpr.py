@@ -23,6 +23,7 @@ expression                                 range
 毎週月曜 / every Monday, Monday mornings     none: a habit names no day
 今朝 / this morning, 昨夜 / last night        the morning, the evening and night
 最近 / recently                              the last 14 days
+一番最近 / most recently                      none: the newest, whenever it was
 =========================================  =================================================
 
 Numbers may be written in ASCII or full-width digits, as kanji (三, 十二) or as English words
@@ -322,8 +323,15 @@ _RELATIVE_JA: dict[str, Callable[[datetime], tuple[datetime, datetime]]] = {
 }
 
 
+#: "most recently", "一番最近": the newest, whenever it was, not the last few days.
+_SUPERLATIVE_JA = re.compile(r"(?:一番|いちばん|最も)$")
+_SUPERLATIVE_EN = re.compile(r"(?<![A-Za-z])most\s+$", re.IGNORECASE)
+
+
 @_pattern("|".join(sorted(map(re.escape, _RELATIVE_JA), key=len, reverse=True)))
 def _ja_relative(m: re.Match[str], now: datetime) -> tuple[datetime, datetime]:
+    if m[0] == "最近" and _SUPERLATIVE_JA.search(m.string[: m.start()]):
+        raise ValueError(m[0])
     return _RELATIVE_JA[m[0]](now)
 
 
@@ -361,7 +369,10 @@ _RELATIVE_EN: dict[str, Callable[[datetime], tuple[datetime, datetime]]] = {
     + _E
 )
 def _en_relative(m: re.Match[str], now: datetime) -> tuple[datetime, datetime]:
-    return _RELATIVE_EN[re.sub(r"\s+", " ", m[0].lower())](now)
+    said = re.sub(r"\s+", " ", m[0].lower())
+    if said == "recently" and _SUPERLATIVE_EN.search(m.string[: m.start()]):
+        raise ValueError(m[0])
+    return _RELATIVE_EN[said](now)
 
 
 @_pattern(
