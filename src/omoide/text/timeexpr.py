@@ -323,6 +323,16 @@ _RELATIVE_JA: dict[str, Callable[[datetime], tuple[datetime, datetime]]] = {
 }
 
 
+def _qualified(
+    m: re.Match[str], before: re.Pattern[str], after: re.Pattern[str] | None = None
+) -> bool:
+    """True when the words just before (or after) the expression ``m`` found qualify it
+    into naming no range: a superlative ("most recently"), a habit ("every Monday")."""
+    if before.search(m.string[: m.start()]):
+        return True
+    return after is not None and bool(after.search(m.string[m.end() :]))
+
+
 #: "most recently", "一番最近": the newest, whenever it was, not the last few days.
 _SUPERLATIVE_JA = re.compile(r"(?:一番|いちばん|最も)$")
 _SUPERLATIVE_EN = re.compile(r"(?<![A-Za-z])most\s+$", re.IGNORECASE)
@@ -330,7 +340,7 @@ _SUPERLATIVE_EN = re.compile(r"(?<![A-Za-z])most\s+$", re.IGNORECASE)
 
 @_pattern("|".join(sorted(map(re.escape, _RELATIVE_JA), key=len, reverse=True)))
 def _ja_relative(m: re.Match[str], now: datetime) -> tuple[datetime, datetime]:
-    if m[0] == "最近" and _SUPERLATIVE_JA.search(m.string[: m.start()]):
+    if m[0] == "最近" and _qualified(m, _SUPERLATIVE_JA):
         raise ValueError(m[0])
     return _RELATIVE_JA[m[0]](now)
 
@@ -370,7 +380,7 @@ _RELATIVE_EN: dict[str, Callable[[datetime], tuple[datetime, datetime]]] = {
 )
 def _en_relative(m: re.Match[str], now: datetime) -> tuple[datetime, datetime]:
     said = re.sub(r"\s+", " ", m[0].lower())
-    if said == "recently" and _SUPERLATIVE_EN.search(m.string[: m.start()]):
+    if said == "recently" and _qualified(m, _SUPERLATIVE_EN):
         raise ValueError(m[0])
     return _RELATIVE_EN[said](now)
 
@@ -432,14 +442,9 @@ _HABIT_AFTER_EN = re.compile(
 )
 
 
-def _habitual(m: re.Match[str], before: re.Pattern[str], after: re.Pattern[str]) -> bool:
-    """True when the weekday ``m`` found is said of every week (see the patterns above)."""
-    return bool(before.search(m.string[: m.start()]) or after.search(m.string[m.end() :]))
-
-
 @_pattern(rf"(?P<last>先週の?)?{_WEEKDAY_JA}(?P<since>から|以降|以来)?")
 def _ja_weekday(m: re.Match[str], now: datetime) -> tuple[datetime, datetime]:
-    if not m["last"] and _habitual(m, _HABIT_BEFORE_JA, _HABIT_AFTER_JA):
+    if not m["last"] and _qualified(m, _HABIT_BEFORE_JA, _HABIT_AFTER_JA):
         raise ValueError(m[0])
     day = _last_weekday(now, _WEEKDAYS_JA[m["wd"]], before_this_week=bool(m["last"]))
     if m["since"]:
@@ -450,7 +455,7 @@ def _ja_weekday(m: re.Match[str], now: datetime) -> tuple[datetime, datetime]:
 @_pattern(rf"{_B}(?P<pre>since|last|on)?\s*(?P<wd>{_WEEKDAY_EN}){_E}")
 def _en_weekday(m: re.Match[str], now: datetime) -> tuple[datetime, datetime]:
     pre = (m["pre"] or "").lower()
-    if pre in ("", "on") and _habitual(m, _HABIT_BEFORE_EN, _HABIT_AFTER_EN):
+    if pre in ("", "on") and _qualified(m, _HABIT_BEFORE_EN, _HABIT_AFTER_EN):
         raise ValueError(m[0])
     day = _last_weekday(now, _WEEKDAYS_EN[m["wd"].lower()], before_this_week=pre == "last")
     if pre == "since":
