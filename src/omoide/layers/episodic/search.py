@@ -67,6 +67,21 @@ class Candidate:
     meaning: float = 0.0
     relevance: float = 0.0
 
+    def rated(self, words: float, meaning: float, relevance: float) -> Candidate:
+        """A copy with its rated signals: ``dataclasses.replace`` costs several times a
+        constructor call, and every recall rates each of its candidates (a test keeps this
+        copying every field)."""
+        return Candidate(
+            episode=self.episode,
+            key_score=self.key_score,
+            cosine=self.cosine,
+            key=self.key,
+            vector=self.vector,
+            words=words,
+            meaning=meaning,
+            relevance=relevance,
+        )
+
 
 class EpisodeSearch:
     """Recall and search over the episodic tables (the base of ``EpisodicStore``)."""
@@ -268,7 +283,7 @@ class EpisodeSearch:
             words = words_signal(c.key_score, best, word_share(terms, c.key))
             comparable = same_language(asked, languages(c.episode.description))
             rel = relevance(words, float(meaning), dense_weight=dense_weight, comparable=comparable)
-            rated.append(replace(c, words=words, meaning=float(meaning), relevance=rel))
+            rated.append(c.rated(words, float(meaning), rel))
         return rated
 
     def candidates(
