@@ -50,9 +50,16 @@ def names_another(asked: Iterable[str], text: str) -> bool:
     as one of them: ``E-02365`` when ``E-03424`` was asked for, ``Q2`` for ``Q1`` — about
     another incident or quarter. Only asked identifiers with a letter have a form worth
     comparing (plain numbers such as years or amounts do not)."""
-    wanted = {a.casefold() for a in asked}
-    forms = {form(a) for a in wanted if any(c.isalpha() for c in a)}
+    wanted, forms = _asked(tuple(asked))
     if not forms:
         return False
     held = identifiers(text)
     return not held & wanted and any(form(h) in forms for h in held)
+
+
+@lru_cache(maxsize=256)
+def _asked(asked: tuple[str, ...]) -> tuple[frozenset[str], frozenset[str]]:
+    """The asked identifiers case-folded, and the forms of those with a letter: remembered,
+    as a recall asks :func:`names_another` of each of its candidates."""
+    wanted = frozenset(a.casefold() for a in asked)
+    return wanted, frozenset(form(a) for a in wanted if any(c.isalpha() for c in a))

@@ -498,11 +498,11 @@ def episode(row: Any) -> Episode:
         agent_name=row["agent_name"],
         event_type=row["event_type"],
         description=row["description"],
-        context=json.loads(row["context"]),
+        context={} if row["context"] == "{}" else json.loads(row["context"]),
         outcome=row["outcome"],
         importance=float(row["importance"]),
-        tags=tuple(json.loads(row["tags"])),
-        references=tuple(json.loads(row["refs"])),
+        tags=_strings(row["tags"]),
+        references=_strings(row["refs"]),
         access_count=int(row["access_count"]),
         last_accessed=from_timestamp(row["last_accessed"]) if row["last_accessed"] else None,
         decay_rate=float(row["decay_rate"]),
@@ -512,6 +512,12 @@ def episode(row: Any) -> Episode:
         distilled_at=from_timestamp(row["distilled_at"]) if row["distilled_at"] else None,
         tokens=None if row["tokens"] is None else int(row["tokens"]),
     )
+
+
+def _strings(stored: str) -> tuple[str, ...]:
+    """A stored JSON list of strings (tags, references) as a tuple; most are empty, which
+    needs no parsing (recall reads every candidate's row)."""
+    return () if stored == "[]" else tuple(json.loads(stored))
 
 
 #: The states :meth:`EpisodicRows.browse` filters by (``distilled`` and ``protected`` are flags

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from typing import Any
 
 from omoide.providers.tokens import TokenCounter, count_rendered
@@ -29,12 +30,19 @@ def chunk_counts(counter: TokenCounter, chunks: Sequence[str]) -> str:
     return json.dumps([count_rendered(counter, c) for c in chunks])
 
 
-def decode_counts(value: Any) -> list[int]:
-    """A stored ``chunk_tokens`` value as a list (empty when not counted)."""
+def decode_counts(value: Any) -> tuple[int, ...]:
+    """A stored ``chunk_tokens`` value as a tuple (empty when not counted)."""
     if not value:
-        return []
+        return ()
+    return _decoded(str(value))
+
+
+@lru_cache(maxsize=16_384)
+def _decoded(value: str) -> tuple[int, ...]:
+    """:func:`decode_counts` of a stored value, remembered: every recall reads the counts of
+    each of its document candidates, and the candidates of one store recur."""
     counts = json.loads(value)
-    return [int(n) for n in counts] if isinstance(counts, list) else []
+    return tuple(int(n) for n in counts) if isinstance(counts, list) else ()
 
 
 def recount_chunks(

@@ -334,7 +334,7 @@ class DocumentRegistry:
 
     def live_versions(
         self, collection: str, doc_ids: Sequence[str]
-    ) -> dict[str, tuple[bool, list[int]]]:
+    ) -> dict[str, tuple[bool, tuple[int, ...]]]:
         """For the documents that are searchable, whether each is the current version of its
         subject, and its chunks' stored token counts (:mod:`.counts`)."""
         return {
