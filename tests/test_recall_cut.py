@@ -81,6 +81,62 @@ def test_a_newer_restatement_of_a_kept_item_is_kept_and_comes_first() -> None:
     assert [f.item.id for f in cut(found, present, HashEmbedder(8), question)] == ["new", "old"]
 
 
+def _thread_statements(*between: tuple[str, float, str]) -> list[Found]:
+    """An older conversation (thread ``t-old``) that states a fact and talks around it, a
+    newer conversation's restatement of the fact, items ``between`` (id, score, thread) and
+    a background of unrelated items."""
+
+    def unit(axis: int) -> np.ndarray:
+        vector = np.zeros(8, np.float32)
+        vector[axis] = 1.0
+        return vector
+
+    def item(key: str, text: str, score: float, when: datetime) -> ContextItem:
+        return ContextItem("episodic", key, text, score, "", timestamp=when)
+
+    fact = unit(0)
+    found = [
+        Found(
+            item("o1", "Let us plan the weekly sync agenda.", 0.9, DAY),
+            unit(1),
+            thread="t-old",
+        ),
+        *(Found(item(k, f"note {k}", sc, DAY), unit(2), thread=th) for k, sc, th in between),
+        Found(
+            item("o2", "The weekly sync meeting is on Mondays.", 0.85, DAY),
+            fact,
+            thread="t-old",
+        ),
+        Found(
+            item("new", "The weekly sync meeting is on Wednesdays.", 0.5, LATER),
+            fact,
+            thread="t-new",
+        ),
+    ]
+    for i in range(60):
+        found.append(
+            Found(
+                ContextItem("episodic", f"x{i:02d}", f"other {i}", 0.1, "", timestamp=DAY),
+                unit(3 + i % 5),
+            )
+        )
+    return found
+
+
+def test_a_newer_restatement_goes_above_the_rest_of_the_older_conversation() -> None:
+    """The newer conversation restates what the older one said: it goes above that
+    statement and above the older conversation's other items ranked right above it."""
+    present = dataclasses.replace(HOW, restated_similarity=0.8)
+    question = "Which day is the weekly sync meeting?"
+    ids = [f.item.id for f in cut(_thread_statements(), present, HashEmbedder(8), question)]
+    assert ids == ["new", "o1", "o2"]
+    # An item of another conversation between them stays above: only the older statement's
+    # own conversation, ranked right above it, is passed.
+    between = _thread_statements(("y", 0.88, "t-other"))
+    ids = [f.item.id for f in cut(between, present, HashEmbedder(8), question)]
+    assert ids == ["o1", "y", "new", "o2"]
+
+
 def test_a_newer_statement_in_the_other_language_needs_a_lower_bar() -> None:
     """The model rates a statement and its translation less alike than two wordings in one
     language: at the same similarity (0.75) a newer English statement restates an older

@@ -238,3 +238,43 @@ def test_by_default_the_newer_restatement_answers_a_question_about_the_present(
         then = mem.recall(past, agent_name=None, layers=["episodic"])
     assert then.ids() == ["old", "new"]
     assert then.items[0].score >= then.items[1].score
+
+
+@pytest.mark.parametrize(
+    ("talk", "old", "new", "question"),
+    [
+        (
+            "Which day suits the weekly sync meeting? I am writing the agenda of the weekly "
+            "sync meeting.",
+            "The weekly sync meeting is on Mondays.",
+            "The weekly sync meeting moves to Wednesdays.",
+            "Which day is the weekly sync meeting?",
+        ),
+        (
+            "定例会議は何曜日が良いか、定例会議の議題も考えたい。",
+            "定例会議は月曜日の10時です。",
+            "定例会議は今後水曜日の10時に移します。",
+            "定例会議は何曜日？",
+        ),
+    ],
+)
+def test_a_newer_restatement_goes_above_the_older_conversation_around_its_statement(
+    tmp_path: Path, talk: str, old: str, new: str, question: str
+) -> None:
+    """An older conversation talks around a fact and states it; a later one states it anew.
+    The restatement goes above the old statement and above the rest of that conversation
+    ranked right above it, which scores higher than either."""
+    with Memory(tmp_path / "d", clock=ManualClock(NOW)) as mem:
+        then = NOW - timedelta(days=30)
+        for key, text, when, thread in [
+            ("talk", talk, then, "s-old"),
+            ("old", old, then + timedelta(minutes=1), "s-old"),
+            ("new", new, NOW - timedelta(days=2), "s-new"),
+        ]:
+            mem.episodic.record(
+                "user", "message", text, id=key, timestamp=when, context={"thread": thread}
+            )
+        context = mem.recall(question, agent_name=None, layers=["episodic"])
+    assert context.ids() == ["new", "talk", "old"]
+    assert context.items[0].score < context.items[1].score  # moved by the rule, not the score
+    assert "a newer statement of old" in context.items[0].why

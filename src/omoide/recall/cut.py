@@ -14,7 +14,9 @@ Items are ranked by score. Then, in order:
   thing (their embeddings at least that similar, calibrated; at least
   ``router.restated_similarity_across_languages`` for two texts in different languages, which
   the model rates less alike than two wordings in one), the newer is the current
-  statement and moves right above the older one — when it holds at least as many of the
+  statement and moves right above the older one, and above the items of the older one's
+  thread (``context["thread"]``: one conversation) ranked right above it, the rest of that
+  conversation's account of the fact — when it holds at least as many of the
   question's words as the older one: two reports that differ in the very identifier the
   question names ("incident 1234 fixed by …" and "incident 5678 fixed by …") are alike, but
   the newer one does not restate the older. Two texts in one language whose words agree
@@ -463,8 +465,10 @@ def _newer_first(
                 and alike[a, b]
                 and holds(b, a)
             ):
-                order.insert(i, order.pop(j))
+                at = _above_thread(ranked, order, i, ranked[b])
+                order.insert(at, order.pop(j))
                 restates.setdefault(b, a)
+                i = at
                 break
         else:
             i += 1
@@ -476,6 +480,20 @@ def _newer_first(
         why = f"{item.why}; {note}" if item.why else note
         ranked[b] = replace(ranked[b], item=replace(item, why=why))
     return [ranked[k] for k in order], similar[np.ix_(order, order)]
+
+
+def _above_thread(ranked: Sequence[Found], order: Sequence[int], at: int, newer: Found) -> int:
+    """Where a restatement of the item at ``at`` (in ``order``) goes: right above it, and
+    above the items of that one's thread ranked right above it and older than ``newer`` — the
+    rest of the older conversation's account of the fact."""
+    thread = ranked[order[at]].thread
+    when = newer.item.timestamp
+    while thread is not None and when is not None and at > 0:
+        above = ranked[order[at - 1]]
+        if above.thread != thread or above.item.timestamp is None or above.item.timestamp >= when:
+            break
+        at -= 1
+    return at
 
 
 def _diverse(ranked: list[Found], similar: np.ndarray, diversity: float, top_k: int) -> list[Found]:

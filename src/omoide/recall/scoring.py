@@ -92,7 +92,7 @@ def score(found: Sequence[Found], route: Route, config: RouterConfig) -> list[Fo
         if weight != 1.0:
             parts.append(f"layer weight {weight:g}")
         why = f"{item.why}; {', '.join(parts)}" if item.why else ", ".join(parts)
-        scored.append(Found(item.scored(value, why, signals), f.vector, f.successor))
+        scored.append(Found(item.scored(value, why, signals), f.vector, f.successor, f.thread))
     return scored
 
 

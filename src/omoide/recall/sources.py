@@ -91,6 +91,8 @@ class Found:
     vector: npt.NDArray[np.float32] | None = None
     #: For a superseded version of a fact, the item id of its current version.
     successor: str | None = None
+    #: The thread an episode belongs to (``context["thread"]``: one conversation, one task).
+    thread: str | None = None
 
 
 @dataclass(frozen=True)
@@ -143,7 +145,8 @@ def episodes(mem: MemoryParts, asked: Asked) -> list[Found]:
                 "freshness": mem.episodic.freshness_of(episode, asked.now),
             },
         )
-        items.append(Found(item, c.vector))
+        thread = episode.context.get("thread")
+        items.append(Found(item, c.vector, thread=thread if isinstance(thread, str) else None))
     return items
 
 
