@@ -65,9 +65,9 @@ The session's pins and recent messages (working memory) are not cut: they come f
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from functools import cache, lru_cache
+from functools import cache
 
 import numpy as np
 
@@ -76,8 +76,9 @@ from omoide.providers.embeddings import Embedder
 from omoide.recall.context import origin
 from omoide.recall.packing import dedupe
 from omoide.recall.sources import Found
-from omoide.text.fulltext import content_terms, index_text
-from omoide.text.identifiers import form, identifier_tokens, identifiers, names_another
+from omoide.recall.statements import analysed, other_kind_values, other_values, worded_alike
+from omoide.text.fulltext import content_terms
+from omoide.text.identifiers import identifier_tokens, names_another
 from omoide.text.relevance import languages, prior, same_language, word_share
 
 __all__ = ["Cut", "cut"]
@@ -244,7 +245,7 @@ def _holds_as_much(
 
     @cache
     def share(i: int, same: bool) -> float:  # read only for the pairs alike enough to compare
-        return word_share(terms if same else neutral, _analysed(found[i].item.text))
+        return word_share(terms if same else neutral, analysed(found[i].item.text))
 
     @cache
     def other(i: int) -> bool:
@@ -269,8 +270,8 @@ def _alike(
 ) -> np.ndarray:
     """Which pairs are alike enough to be one statement: at least ``restated_similarity``,
     or ``restated_across_languages`` for two texts in different languages (0: the same) —
-    or, in one language, worded alike but for their values (:func:`_worded_alike`), or
-    stating different values at least ``restated_values`` alike (:func:`_other_values`)."""
+    or, in one language, worded alike but for their values, or stating different values at
+    least ``restated_values`` alike (:mod:`omoide.recall.statements`)."""
     across = how.restated_across_languages or how.restated_similarity
     # A text's scripts are one of a few sets: compare the sets, then spread to every pair.
     distinct = list(dict.fromkeys(scripts))
@@ -286,68 +287,15 @@ def _alike(
     unseen = ~alike & ~differ & (similar >= min(wording, values))
     for a, b in np.argwhere(np.triu(unseen, 1)):
         first, second = found[a].item.text, found[b].item.text
-        if (similar[a, b] >= wording and _worded_alike(first, second, how.restated_wording)) or (
-            similar[a, b] >= values and _other_values(first, second)
+        if (similar[a, b] >= wording and worded_alike(first, second, how.restated_wording)) or (
+            similar[a, b] >= values and other_values(first, second)
         ):
             alike[a, b] = alike[b, a] = True
     crossing = ~alike & differ & (similar >= (how.restated_values_across or np.inf))
     for a, b in np.argwhere(np.triu(crossing, 1)):
-        if _other_kind_values(found[a].item.text, found[b].item.text):
+        if other_kind_values(found[a].item.text, found[b].item.text):
             alike[a, b] = alike[b, a] = True
     return alike
-
-
-def _worded_alike(first: str, second: str, share: float) -> bool:
-    """True when the two texts' words, numbers and codes aside, agree at least ``share``
-    (shared words over all their words): one sentence with other values in it."""
-    a, b = _wording(first), _wording(second)
-    return bool(a and b) and len(a & b) >= share * len(a | b)
-
-
-def _other_values(first: str, second: str) -> bool:
-    """True when both texts state values (words holding a digit: ``36h``, ``16:30``, the
-    ``204`` of ``B-204``) and not the same ones: a fact stated twice, at two values."""
-    a, b = _values(first), _values(second)
-    return bool(a and b) and a != b
-
-
-def _other_kind_values(first: str, second: str) -> bool:
-    """True when the two texts name values of one kind (:func:`~omoide.text.identifiers.form`:
-    ``36h`` and ``45h``, ``room B-204`` and ``room C-310``) and not the same ones of it: a
-    fact stated at two values, which two languages write alike."""
-    a, b = _kinds(first), _kinds(second)
-    return any(kind in b and a[kind] != b[kind] for kind in a)
-
-
-@lru_cache(maxsize=16_384)
-def _kinds(text: str) -> Mapping[str, frozenset[str]]:
-    """A text's identifiers by their form, remembered (candidates recur)."""
-    out: dict[str, set[str]] = {}
-    for token in identifiers(text):
-        out.setdefault(form(token), set()).add(token)
-    return {kind: frozenset(tokens) for kind, tokens in out.items()}
-
-
-@lru_cache(maxsize=16_384)
-def _analysed(text: str) -> str:
-    """A candidate's text analysed into terms, remembered: both restatement tests read it,
-    and the candidates of one store recur from question to question."""
-    return index_text(text)
-
-
-@lru_cache(maxsize=16_384)
-def _values(text: str) -> frozenset[str]:
-    """A text's analysed words holding a digit (its numbers, times, codes), remembered."""
-    return frozenset(t for t in _analysed(text).split() if any(c.isdigit() for c in t))
-
-
-@lru_cache(maxsize=16_384)
-def _wording(text: str) -> frozenset[str]:
-    """A text's analysed words without those holding a digit or of one character (the
-    values: ``45h``, ``b`` and ``204`` of ``B-204``), remembered (candidates recur)."""
-    return frozenset(
-        t for t in _analysed(text).split() if len(t) > 1 and not any(c.isdigit() for c in t)
-    )
 
 
 def _sources(found: Sequence[Found]) -> dict[int, list[int]]:
