@@ -15,9 +15,9 @@ Items are ranked by score. Then, in order:
   ``router.restated_similarity_across_languages`` for two texts in different languages, which
   the model rates less alike than two wordings in one), the newer is the current
   statement and moves right above the older one, and above the items of the older one's
-  thread (``context["thread"]``: one conversation) ranked right above it, the rest of that
-  conversation's account of the fact — when it holds at least as many of the
-  question's words as the older one: two reports that differ in the very identifier the
+  thread (``context["thread"]``, else its ``session_id``: one conversation) ranked right
+  above it, the rest of that conversation's account of the fact — when it holds at least as
+  many of the question's words as the older one: two reports that differ in the very identifier the
   question names ("incident 1234 fixed by …" and "incident 5678 fixed by …") are alike, but
   the newer one does not restate the older. Two texts in one language whose words agree
   but for their numbers and codes (``router.restated_wording``: "… held in room B-204." and

@@ -23,6 +23,7 @@ import numpy.typing as npt
 from omoide.clock import Clock, as_utc
 from omoide.core.config import Config
 from omoide.core.ids import document_importance, system_source
+from omoide.layers.episodic.context_keys import thread_of
 from omoide.layers.episodic.store import EpisodicStore, episode_text
 from omoide.layers.procedural import ProceduralMemory, trigger_match
 from omoide.layers.semantic.store import SemanticStore
@@ -91,7 +92,8 @@ class Found:
     vector: npt.NDArray[np.float32] | None = None
     #: For a superseded version of a fact, the item id of its current version.
     successor: str | None = None
-    #: The thread an episode belongs to (``context["thread"]``: one conversation, one task).
+    #: The thread an episode belongs to, as its context key reads it
+    #: (:func:`~omoide.layers.episodic.context_keys.thread_of`: one conversation, one task).
     thread: str | None = None
 
 
@@ -145,8 +147,7 @@ def episodes(mem: MemoryParts, asked: Asked) -> list[Found]:
                 "freshness": mem.episodic.freshness_of(episode, asked.now),
             },
         )
-        thread = episode.context.get("thread")
-        items.append(Found(item, c.vector, thread=thread if isinstance(thread, str) else None))
+        items.append(Found(item, c.vector, thread=thread_of(episode.context)))
     return items
 
 
