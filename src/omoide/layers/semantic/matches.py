@@ -46,7 +46,7 @@ def matches(
     # once per document of the collection.
     match = db.dialect.fulltext("semantic_docs_fts", "f")
     sql = (
-        f"SELECT d.id, {match.score}, f.body, {named} AS named, f.rowid "
+        f"SELECT d.id, {match.score} AS score, {named} AS named, f.rowid AS fts_row "
         f"FROM {match.source} {match.driver} semantic_docs d ON d.rowid = f.rowid "
         f"WHERE {match.condition} AND d.collection = ? "
         "AND d.state IN ('active', 'compressed') "
@@ -61,6 +61,11 @@ def matches(
         args.extend(among)
     order = f"named DESC, {match.order}" if wanted else match.order
     sql += f" ORDER BY {order} LIMIT ?"
+    # The analysed text is read for the rows kept only, not for every match of the sort.
+    sql = (
+        f"SELECT m.id, m.score, b.body, m.named, m.fts_row FROM ({sql}) m "
+        "JOIN semantic_docs_fts b ON b.rowid = m.fts_row"
+    )
     rows = db.query(sql, [*args, limit + len(wanted)])
     # Best first, ties by row as the index returns them; ``named`` rows are sorted apart.
     ranked = sorted(rows, key=lambda r: (-float(r[1]), int(r[4])))
