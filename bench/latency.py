@@ -41,6 +41,7 @@ import numpy as np
 
 from bench.results import machine, percentiles, table, write_section
 from bench.shared_store import SharedStore, shared_store
+from bench.vector_keys import model_key
 from omoide import Config, ManualClock, Memory
 from omoide.core.config import (
     CollectionConfig,
@@ -289,9 +290,12 @@ class CachedPassages(Embedder):
         self.describe_as(real)
         self._vectors: dict[str, np.ndarray] = {}
         self.embedded = self._saved = self.synthetic = 0
-        if path.exists():
+        self._model = model_key(real)
+        if path.exists():  # unless another model wrote it (:mod:`bench.vector_keys`)
             with np.load(path) as stored:
-                self._vectors = dict(zip(stored["keys"].tolist(), stored["vectors"], strict=True))
+                if "model" in stored and str(stored["model"]) == self._model:
+                    keys, vectors = stored["keys"].tolist(), stored["vectors"]
+                    self._vectors = dict(zip(keys, vectors, strict=True))
         self._seeds: np.ndarray | None = None
 
     @staticmethod
@@ -333,7 +337,7 @@ class CachedPassages(Embedder):
         keys = np.array(list(self._vectors), dtype="U40")
         vectors = np.stack(list(self._vectors.values())).astype(np.float32)
         with open(self.path, "wb") as out:  # np.savez would add ".npz" to a name without it
-            np.savez(out, keys=keys, vectors=vectors)
+            np.savez(out, keys=keys, vectors=vectors, model=np.str_(self._model))
 
 
 def _fill_recall_store(

