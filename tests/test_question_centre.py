@@ -18,7 +18,13 @@ def test_the_shipped_centre_is_what_the_pairs_give(tmp_path: Path) -> None:
     assert shipped.question_centring == WEIGHT
     assert main([str(tmp_path / CENTRE_FILE)]) == 0
     with np.load(tmp_path / CENTRE_FILE) as again:
-        assert np.allclose(again["direction"], shipped.question_centre, atol=1e-4)
+        # The model's vectors differ in their last digits from one machine to another (up to
+        # about 1e-4 here); a file estimated from other pairs or another model is far off.
+        direction = again["direction"]
+        assert np.allclose(direction, shipped.question_centre, atol=1e-3)
+        norms = np.linalg.norm(direction) * np.linalg.norm(shipped.question_centre)
+        cosine = direction @ shipped.question_centre / norms
+        assert cosine > 0.9999
         weight, floor, ceiling = again["calibration"]
     assert (weight, floor, ceiling) == (
         WEIGHT,
