@@ -225,6 +225,39 @@ def test_one_sentence_with_another_value_is_a_restatement_however_the_model_rate
         assert ids == (["new", "old"] if restated else ["old"]), (newer, wording)
 
 
+def test_a_rewording_restates_but_not_one_that_drops_the_value_the_question_names() -> None:
+    """The newer statement may word the fact otherwise ("weekly ops sync" for "weekly
+    operations meeting") and so hold fewer of the question's words: it is still the newer
+    statement. What it must keep is the value the question names — of two reports alike in
+    all but the incident number, the newer one about another incident restates nothing."""
+    first = np.zeros(8, np.float32)
+    first[0] = 1.0
+    near = np.zeros(8, np.float32)
+    near[0], near[1] = 0.85, float(np.sqrt(1 - 0.85**2))
+    how = dataclasses.replace(HOW, restated_similarity=0.8)
+    for question, older, newer, restated in (
+        (
+            "Which room is the weekly operations meeting in?",
+            "The weekly operations meeting is held in room B-204.",
+            "Reminder: weekly ops sync takes place in room C-310.",
+            True,
+        ),
+        (
+            "How is incident 1234 fixed now?",
+            "Incident 1234 is fixed by restarting the scanner.",
+            "Incident 5678 is fixed by restarting the scanner.",
+            False,
+        ),
+    ):
+        found = [
+            Found(ContextItem("episodic", "old", older, 0.9, "", timestamp=DAY), first),
+            Found(ContextItem("episodic", "new", newer, 0.2, "", timestamp=LATER), near),
+            *_background(2),
+        ]
+        ids = [f.item.id for f in cut(found, how, HashEmbedder(8), question)]
+        assert ids == (["new", "old"] if restated else ["old"]), question
+
+
 def _background(first_axis: int) -> list[Found]:
     """Sixty unrelated items, each alike only to itself."""
     out = []

@@ -383,9 +383,10 @@ class RouterConfig:
     #: the items ranked before it (0: off).
     diversity: float = 0.0
     #: For a question about the present: two items whose texts are this similar in meaning
-    #: (calibrated, passage to passage) and of which the newer holds at least as many of the
-    #: question's words say the same thing — the newer one is the current statement and
-    #: ranks first (0: off). Fleet current facts 51 → 59 %, LoCoMo unchanged (bench/RESULTS.md).
+    #: (calibrated, passage to passage) and of which the newer keeps the values the question
+    #: names (its numbers and codes) say the same thing — the newer one is the current
+    #: statement and ranks first (0: off). Fleet current facts 51 → 59 %, LoCoMo unchanged
+    #: (bench/RESULTS.md).
     restated_similarity: float = 0.8
     #: The same threshold for two texts in different languages (0: as ``restated_similarity``).
     #: With the model's language axis removed (:mod:`omoide.providers.language_axis`), nine in

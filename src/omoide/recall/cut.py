@@ -16,26 +16,27 @@ Items are ranked by score. Then, in order:
   the model rates less alike than two wordings in one), the newer is the current
   statement and moves right above the older one, and above the items of the older one's
   thread (``context["thread"]``, else its ``session_id``: one conversation) ranked right
-  above it, the rest of that conversation's account of the fact — when it holds at least as
-  many of the question's words as the older one: two reports that differ in the very identifier the
-  question names ("incident 1234 fixed by …" and "incident 5678 fixed by …") are alike, but
-  the newer one does not restate the older. Two texts in one language whose words agree
-  but for their numbers and codes (``router.restated_wording``: "… held in room B-204." and
-  "… held in room C-310.") are one statement with other values, however alike the model
-  rates them; and two texts in one language that both state values and not the same ones
-  (``router.restated_values``: "時間外労働は月40hまでとします。" and "今後、時間外は月36hまで
-  に抑えてください。", 0.62 alike) are one fact at another value when they are that alike;
-  so are two texts in different languages naming values of one kind and not the same ones
+  above it, the rest of that conversation's account of the fact — when it keeps the values
+  the question names (its numbers and codes; a Japanese question's Latin names) as well as
+  the older one does: two reports that differ in the very identifier the question names
+  ("incident 1234 fixed by …" and "incident 5678 fixed by …") are alike, but the newer one
+  does not restate the older. Its other words may differ, as two wordings of one fact do.
+  Two texts in one language whose words agree but for their numbers and codes
+  (``router.restated_wording``: "… held in room B-204." and "… held in room C-310.") are
+  one statement with other values, however alike the model rates them; and two texts in
+  one language that both state values and not the same ones (``router.restated_values``:
+  "時間外労働は月40hまでとします。" and "今後、時間外は月36hまでに抑えてください。", 0.62
+  alike) are one fact at another value when they are that alike; so are two texts in
+  different languages naming values of one kind and not the same ones
   (``router.restated_values_across_languages``: ``36h`` and ``45h``, one
   :func:`~omoide.text.identifiers.form`), which the model rates as alike as unrelated text.
-  Across languages only the words both write alike count (numbers, codes), and meaning
-  stands for relevance: a statement in the other language holds none of the question's
-  other words whatever it says. A newer item restates nothing the question asks when it
-  answers the question much less well (its relevance under ``router.restated_relevance`` of
-  the older one's), or when it names
-  another identifier of the form the question asks for where the older one names none (the
-  next incident, another route: it states another fact, not this one's new value). As the
-  current version of a fact passes the floor with its superseded one, a restatement passes
+  A newer item restates nothing the question asks when it answers the question much less
+  well (its relevance under ``router.restated_relevance`` of the older one's; across
+  languages its meaning, as a statement in the other language holds none of the
+  question's other words whatever it says), or when it names another identifier of the
+  form the question asks for where the older one names none (the next incident, another
+  route: it states another fact, not this one's new value). As the current version of a
+  fact passes the floor with its superseded one, a restatement passes
   it with the item it restates;
 * **diversity** (``router.diversity`` > 0, maximal marginal relevance): each next item is the
   one whose score minus ``diversity`` times its similarity to the items already taken is
@@ -211,7 +212,7 @@ def _restated(
     similar = _similarity(candidates, embedder)
     scripts = [languages(f.item.text) for f in candidates]
     alike = _with_sources(candidates, _alike(candidates, scripts, similar, how))
-    holds = _holds_as_much(candidates, scripts, query, how.restated_relevance)
+    holds = _may_restate(candidates, scripts, query, how.restated_relevance)
     kept = _with_restatements(candidates, [passes(f) for f in candidates], alike, holds)
     chosen = [i for i, ok in enumerate(kept) if ok]
     picked = np.ix_(chosen, chosen)
@@ -223,29 +224,31 @@ def _restated(
     )
 
 
-def _holds_as_much(
+def _may_restate(
     found: Sequence[Found], scripts: Sequence[frozenset[str]], query: str, relevance: float
 ) -> Callable[[int, int], bool]:
-    """``holds(b, a)``: item ``b`` may restate item ``a`` for this question. It holds at least
-    as many of the question's words as ``a`` — of all its content words when the two are in
-    one language, of the words either language writes alike (numbers, codes; a Japanese
-    question's Latin names) when not: a statement in the other language holds none of the
-    question's other words, whatever it says, and must not lose to an older one for that.
-    Its relevance is at least ``relevance`` of ``a``'s (across languages its meaning, for the
-    same reason): a text that answers the question far less well is about something else,
-    however alike the two read. And it names no other identifier of the asked form
+    """``holds(b, a)``: item ``b`` may restate item ``a`` for this question. It keeps as many
+    of the values the question names as ``a`` does — the words either language writes alike:
+    numbers and codes, and a Japanese question's Latin names — so of "incident 1234 fixed
+    by …" and "incident 5678 fixed by …" the newer does not restate the older for a question
+    about incident 1234; its other words may differ, as two wordings of one fact do ("weekly
+    ops sync" and "weekly operations meeting"), and across languages they must. Its
+    relevance is at least ``relevance`` of ``a``'s (across languages its meaning: a
+    statement in the other language holds none of the question's other words, whatever it
+    says): a text that answers the question far less well is about something else, however
+    alike the two read. And it names no other identifier of the asked form
     (:func:`~omoide.text.identifiers.names_another`) unless ``a`` does: the route R-982 going
     through another hub says nothing of route R-560."""
-    terms = content_terms(query)
     asked = identifier_tokens(query)
+    terms = content_terms(query)
     if languages(query) & {"cjk"}:
-        neutral = [t for t in terms if t.isascii()]
+        values = [t for t in terms if t.isascii()]
     else:
-        neutral = [t for t in terms if any(c.isdigit() for c in t)]
+        values = [t for t in terms if any(c.isdigit() for c in t)]
 
     @cache
-    def share(i: int, same: bool) -> float:  # read only for the pairs alike enough to compare
-        return word_share(terms if same else neutral, analysed(found[i].item.text))
+    def kept(i: int) -> float:  # read only for the pairs alike enough to compare
+        return word_share(values, analysed(found[i].item.text)) if values else 0.0
 
     @cache
     def other(i: int) -> bool:
@@ -260,7 +263,7 @@ def _holds_as_much(
         same = same_language(scripts[a], scripts[b])
         if signal(b, same) < relevance * signal(a, same) or (other(b) and not other(a)):
             return False
-        return share(b, same) >= share(a, same)
+        return kept(b) >= kept(a)
 
     return holds
 
@@ -350,7 +353,7 @@ def _with_restatements(
     holds: Callable[[int, int], bool],
 ) -> list[bool]:
     """``passes``, and also each item that restates one that passes (newer, ``alike`` in
-    meaning, holding at least as many of the question's words)."""
+    meaning, and one that may restate it for this question: :func:`_may_restate`)."""
     times = np.array(
         [np.nan if f.item.timestamp is None else f.item.timestamp.timestamp() for f in ranked]
     )
@@ -395,8 +398,8 @@ def _newer_first(
     ranked: list[Found], similar: np.ndarray, alike: np.ndarray, holds: Callable[[int, int], bool]
 ) -> tuple[list[Found], np.ndarray]:
     """Each item that restates an older one ranked above it moves right above that one
-    (``alike``: the pairs alike enough; ``holds(b, a)``: ``b`` holds as many of the question's
-    words as ``a``, :func:`_holds_as_much`)."""
+    (``alike``: the pairs alike enough; ``holds(b, a)``: ``b`` may restate ``a`` for this
+    question, :func:`_may_restate`)."""
     order = list(range(len(ranked)))
     restates: dict[int, int] = {}  # moved item -> the older statement it moved above
     i = 0
