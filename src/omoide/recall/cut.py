@@ -248,7 +248,7 @@ def _may_restate(
 
     @cache
     def kept(i: int) -> float:  # read only for the pairs alike enough to compare
-        return word_share(values, analysed(found[i].item.text)) if values else 0.0
+        return word_share(values, analysed(found[i].item.text))
 
     @cache
     def other(i: int) -> bool:
