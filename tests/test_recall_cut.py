@@ -14,6 +14,7 @@ import numpy as np
 from omoide.recall.context import ContextItem
 from omoide.recall.cut import Cut, cut
 from omoide.recall.sources import Found
+from omoide.recall.statements import kind, other_values
 from omoide.testing import HashEmbedder
 
 DAY = datetime(2026, 3, 1, tzinfo=UTC)
@@ -343,18 +344,38 @@ def _statements(newer: str, relevance: tuple[float, float], similarity: float) -
 def test_a_fact_stated_at_another_value_is_its_newer_statement_below_the_bar() -> None:
     """Two wordings of the overtime cap rate 0.65 alike, under the bar (0.8): as they state
     different values, the newer is the fact at its new value (``restated_values`` 0.6). Not
-    when the rule is off, nor for a newer text stating no value or the same one."""
+    when the rule is off, nor for a newer text stating no value, the same one, or a value of
+    another kind (a duration beside a monthly cap: another fact about overtime)."""
     question = "時間外の上限っていまいくつ？"
     for newer, values, restated in (
         ("今後、時間外は月36hまでに抑えてください。", 0.6, True),
         ("今後、時間外は月36hまでに抑えてください。", 0.0, False),
         ("今後、時間外はできるだけ抑えてください。", 0.6, False),
         ("今後も時間外は月40hまでに抑えてください。", 0.6, False),
+        ("時間外が30分を超えたら報告してください。", 0.6, False),
     ):
         how = dataclasses.replace(HOW, restated_similarity=0.8, restated_values=values)
         found = _statements(newer, (0.6, 0.55), 0.65)
         ids = [f.item.id for f in cut(found, how, HashEmbedder(8), question)]
         assert ids == (["new", "old"] if restated else ["old"]), (newer, values)
+
+
+def test_values_of_one_kind_and_not_the_same_ones_state_one_fact_at_another_value() -> None:
+    """A value's kind is its shape: two times, two room numbers, two areas, two caps in hours
+    — whatever letters name the room or area — written in either width; a time beside a
+    duration, or the same values, are not one fact at another value."""
+    assert kind("B-204") == kind("C-310") == "a-0"
+    assert kind("36h") == "0h" != kind("36")
+    for first, second, other in (
+        ("点呼の開始は06:45です。", "Roll call now starts at 07:15.", True),
+        ("The weekly ops meeting is in room B-204.", "Weekly ops sync: room C-310.", True),
+        ("Forklifts charge in area F3.", "Forklift charging moved to area K1.", True),
+        ("時間外は月４０ｈまで。", "時間外は月36hまで。", True),
+        ("点呼の開始は06:45です。", "遅れが30分を超えたら電話すること。", False),
+        ("点呼の開始は06:45です。", "Reminder: roll call at 06:45.", False),
+        ("点呼の開始は06:45です。", "点呼は早めに。", False),
+    ):
+        assert other_values(first, second) is other, (first, second)
 
 
 def test_a_newer_text_that_answers_far_less_well_restates_nothing() -> None:

@@ -23,13 +23,13 @@ Items are ranked by score. Then, in order:
   does not restate the older. Its other words may differ, as two wordings of one fact do.
   Two texts in one language whose words agree but for their numbers and codes
   (``router.restated_wording``: "… held in room B-204." and "… held in room C-310.") are
-  one statement with other values, however alike the model rates them; and two texts in
-  one language that both state values and not the same ones (``router.restated_values``:
-  "時間外労働は月40hまでとします。" and "今後、時間外は月36hまでに抑えてください。", 0.62
-  alike) are one fact at another value when they are that alike; so are two texts in
-  different languages naming values of one kind and not the same ones
-  (``router.restated_values_across_languages``: ``36h`` and ``45h``, one
-  :func:`~omoide.text.identifiers.form`), which the model rates as alike as unrelated text.
+  one statement with other values, however alike the model rates them; and two texts
+  naming values of one kind and not the same ones (:func:`~omoide.recall.statements.kind`:
+  two times, ``36h`` and ``40h``; not a duration after a time) are one fact at another
+  value when at least ``router.restated_values`` alike ("時間外労働は月40hまでとします。"
+  and "今後、時間外は月36hまでに抑えてください。", 0.62) — in different languages
+  ``router.restated_values_across_languages``, as the model rates a restatement in the
+  other language as alike as unrelated text.
   A newer item restates nothing the question asks when it answers the question much less
   well (its relevance under ``router.restated_relevance`` of the older one's; across
   languages its meaning, as a statement in the other language holds none of the
@@ -77,7 +77,7 @@ from omoide.providers.embeddings import Embedder
 from omoide.recall.context import origin
 from omoide.recall.packing import dedupe
 from omoide.recall.sources import Found
-from omoide.recall.statements import analysed, other_kind_values, other_values, worded_alike
+from omoide.recall.statements import analysed, other_values, worded_alike
 from omoide.text.fulltext import content_terms
 from omoide.text.identifiers import identifier_tokens, names_another
 from omoide.text.relevance import languages, prior, same_language, word_share
@@ -273,8 +273,9 @@ def _alike(
 ) -> np.ndarray:
     """Which pairs are alike enough to be one statement: at least ``restated_similarity``,
     or ``restated_across_languages`` for two texts in different languages (0: the same) —
-    or, in one language, worded alike but for their values, or stating different values at
-    least ``restated_values`` alike (:mod:`omoide.recall.statements`)."""
+    or, in one language, worded alike but for their values; or naming values of one kind
+    and not the same ones at least ``restated_values`` alike (``restated_values_across``
+    in different languages; :mod:`omoide.recall.statements`)."""
     across = how.restated_across_languages or how.restated_similarity
     # A text's scripts are one of a few sets: compare the sets, then spread to every pair.
     distinct = list(dict.fromkeys(scripts))
@@ -284,19 +285,15 @@ def _alike(
     ).reshape(len(distinct), len(distinct))
     differ = table[np.ix_(which, which)]
     alike = np.asarray(similar >= np.where(differ, across, how.restated_similarity))
-    # The two word tests read only pairs at least this alike in meaning (inf: test off).
-    wording = WORDING_GATE if how.restated_wording > 0 else np.inf
-    values = how.restated_values or np.inf
-    unseen = ~alike & ~differ & (similar >= min(wording, values))
+    # The word tests read only pairs at least this alike in meaning (inf: test off).
+    wording = np.where(differ | (how.restated_wording <= 0), np.inf, WORDING_GATE)
+    values = np.where(differ, how.restated_values_across or np.inf, how.restated_values or np.inf)
+    unseen = ~alike & (similar >= np.minimum(wording, values))
     for a, b in np.argwhere(np.triu(unseen, 1)):
         first, second = found[a].item.text, found[b].item.text
-        if (similar[a, b] >= wording and worded_alike(first, second, how.restated_wording)) or (
-            similar[a, b] >= values and other_values(first, second)
-        ):
-            alike[a, b] = alike[b, a] = True
-    crossing = ~alike & differ & (similar >= (how.restated_values_across or np.inf))
-    for a, b in np.argwhere(np.triu(crossing, 1)):
-        if other_kind_values(found[a].item.text, found[b].item.text):
+        if (
+            similar[a, b] >= wording[a, b] and worded_alike(first, second, how.restated_wording)
+        ) or (similar[a, b] >= values[a, b] and other_values(first, second)):
             alike[a, b] = alike[b, a] = True
     return alike
 

@@ -2,21 +2,26 @@
 
 The cut (:mod:`omoide.recall.cut`) counts two texts as one statement at a new value when the
 model rates them less alike than a rewording: one sentence with other values in it
-(:func:`worded_alike`), two texts in one language stating different values
-(:func:`other_values`), two in different languages naming values of one kind and not the
-same ones (:func:`other_kind_values`). Each text's words are read once and remembered: the
-candidates of one store recur from question to question.
+(:func:`worded_alike`), or two texts naming values of one kind and not the same ones
+(:func:`other_values`) — a time after a time, a room after a room, not a duration after a
+time. Each text's words are read once and remembered: the candidates of one store recur
+from question to question.
 """
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from collections.abc import Mapping
 from functools import lru_cache
 
 from omoide.text.fulltext import index_text
 from omoide.text.identifiers import form, identifiers
 
-__all__ = ["analysed", "other_kind_values", "other_values", "worded_alike"]
+__all__ = ["analysed", "kind", "other_values", "worded_alike"]
+
+#: Letters written right before a number, once a form (digits as ``0``) is taken.
+_PREFIX = re.compile(r"[a-z]+(?=[-.#]?0)")
 
 
 def worded_alike(first: str, second: str, share: float) -> bool:
@@ -27,27 +32,30 @@ def worded_alike(first: str, second: str, share: float) -> bool:
 
 
 def other_values(first: str, second: str) -> bool:
-    """True when both texts state values (words holding a digit: ``36h``, ``16:30``, the
-    ``204`` of ``B-204``) and not the same ones: a fact stated twice, at two values."""
-    a, b = _values(first), _values(second)
-    return bool(a and b) and a != b
-
-
-def other_kind_values(first: str, second: str) -> bool:
-    """True when the two texts name values of one kind (:func:`~omoide.text.identifiers.form`:
-    ``36h`` and ``45h``, ``room B-204`` and ``room C-310``) and not the same ones of it: a
-    fact stated at two values, which two languages write alike."""
+    """True when the two texts name values of one kind (:func:`kind`: ``36h`` and ``45h``,
+    ``06:45`` and ``07:15``, ``room B-204`` and ``room C-310``) and not the same ones of it:
+    one fact stated at two values. Values of different kinds (the roll call at ``06:45``, a
+    call once a delay passes ``30`` minutes) are two facts, however alike the texts read."""
     a, b = _kinds(first), _kinds(second)
-    return any(kind in b and a[kind] != b[kind] for kind in a)
+    return any(k in b and a[k] != b[k] for k in a)
+
+
+def kind(value: str) -> str:
+    """The kind of a value (an identifier, :mod:`omoide.text.identifiers`): its form, every
+    run of digits one ``0``, with letters written before a number as one ``a`` — ``B-204``
+    and ``C-310`` are ``a-0``, ``F3`` and ``K1`` are ``a0``: a code's letters name the value,
+    not its kind — while a unit after it stays (``36h`` is ``0h``, ``12.5%`` is ``0.0%``)."""
+    return _PREFIX.sub("a", form(value))
 
 
 @lru_cache(maxsize=16_384)
 def _kinds(text: str) -> Mapping[str, frozenset[str]]:
-    """A text's identifiers by their form, remembered (candidates recur)."""
+    """A text's values by their kind, remembered (candidates recur); full-width digits read
+    as digits."""
     out: dict[str, set[str]] = {}
-    for token in identifiers(text):
-        out.setdefault(form(token), set()).add(token)
-    return {kind: frozenset(tokens) for kind, tokens in out.items()}
+    for token in identifiers(unicodedata.normalize("NFKC", text)):
+        out.setdefault(kind(token), set()).add(token)
+    return {k: frozenset(tokens) for k, tokens in out.items()}
 
 
 @lru_cache(maxsize=16_384)
@@ -55,12 +63,6 @@ def analysed(text: str) -> str:
     """A candidate's text analysed into terms, remembered: both restatement tests read it,
     and the candidates of one store recur from question to question."""
     return index_text(text)
-
-
-@lru_cache(maxsize=16_384)
-def _values(text: str) -> frozenset[str]:
-    """A text's analysed words holding a digit (its numbers, times, codes), remembered."""
-    return frozenset(t for t in analysed(text).split() if any(c.isdigit() for c in t))
 
 
 @lru_cache(maxsize=16_384)
