@@ -48,9 +48,6 @@ from omoide.text.fulltext import STOP_WORDS
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "locomo10.json"
-RESULTS = REPO / "bench" / "RESULTS.md"
-SECTION = "## Retrieval (LoCoMo)"
-BEGIN, END = "<!-- locomo:begin -->", "<!-- locomo:end -->"
 DEFAULT_NAME = "Memory.recall (defaults)"
 UNCUT_NAME = "Memory.recall ranking (no cut, top 20)"
 KS = (5, 10, 20)
@@ -303,20 +300,6 @@ def goal(scores: Scores) -> str:
     return "; ".join(parts)
 
 
-def write_results(path: Path, body: str) -> None:
-    text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmark results\n"
-    block = f"{BEGIN}\n{body}\n{END}"
-    if BEGIN in text and END in text:
-        before, rest = text.split(BEGIN, 1)
-        _, after = rest.split(END, 1)
-        text = before + block + after
-    elif SECTION in text:
-        text = text.replace(SECTION, f"{SECTION}\n\n{block}", 1)
-    else:
-        text = text.rstrip("\n") + f"\n\n{SECTION}\n\n{block}\n"
-    path.write_text(text, encoding="utf-8")
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="path to locomo10.json")
@@ -330,7 +313,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--ablations", action="store_true", help="also score the ablations")
     add_setting_option(parser)
     parser.add_argument("--no-write", action="store_true", help="do not update RESULTS.md")
-    parser.add_argument("--results", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     if not args.data.exists():
         parser.error(f"{args.data} not found: pass --data PATH to locomo10.json")
@@ -378,16 +360,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         ]
     )
     print(report)
-    if not args.no_write and args.split != "all":
-        title = {"tune": "1-5 — settings are chosen on these", "report": "6-10 — not tuned on"}
+    if not args.no_write:
+        title = {
+            "all": "all ten conversations",
+            "tune": "conversations 1-5 — settings are chosen on these",
+            "report": "conversations 6-10 — not tuned on",
+        }
         write_section(
             f"locomo-{args.split}",
-            f"## Retrieval (LoCoMo), conversations {title[args.split]}\n\n"
+            f"## Retrieval (LoCoMo), {title[args.split]}\n\n"
             f"`python -m bench.locomo --split {args.split}`.\n\n{report}",
         )
-    elif not args.no_write:
-        write_results(args.results, report)
-        print(f"\nwritten to {args.results}", file=sys.stderr)
     return 0
 
 
