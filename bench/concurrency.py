@@ -142,7 +142,11 @@ def server(
     thread.start()
     uv = uvicorn.Server(uvicorn.Config(create_app(mem), log_level="error", lifespan="on"))
     port = sock.getsockname()[1]
-    info.write_text(json.dumps({"url": f"http://127.0.0.1:{port}", "keys": keys}), "utf-8")
+    # Written whole, then renamed: the parent polls for the file and must never read it
+    # half-written (an empty file once failed a run).
+    partial = info.with_name(info.name + ".partial")
+    partial.write_text(json.dumps({"url": f"http://127.0.0.1:{port}", "keys": keys}), "utf-8")
+    os.replace(partial, info)
     signal.signal(signal.SIGTERM, lambda *_: setattr(uv, "should_exit", True))
     uv.run(sockets=[sock])
     stop.set()
