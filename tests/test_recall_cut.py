@@ -142,31 +142,14 @@ def test_a_newer_statement_in_the_other_language_needs_a_lower_bar() -> None:
     """The model rates a statement and its translation less alike than two wordings in one
     language: at the same similarity (0.75) a newer English statement restates an older
     Japanese one (across languages the bar is 0.7), but not an older English one (0.8)."""
-    first = np.zeros(8, np.float32)
-    first[0] = 1.0
-    near = np.zeros(8, np.float32)
-    near[0], near[1] = 0.75, float(np.sqrt(1 - 0.75**2))
     newer = "From next week the weekly sync meeting moves to Wednesdays."
-    background = []
-    for i in range(60):  # unrelated items, each alike only to itself
-        other = np.zeros(8, np.float32)
-        other[2 + i % 6] = 1.0
-        background.append(
-            Found(ContextItem("episodic", f"x{i:02d}", f"other {i}", 0.1, "", timestamp=DAY), other)
-        )
     how = dataclasses.replace(HOW, restated_similarity=0.8, restated_across_languages=0.7)
     question = "Which day is the weekly sync meeting?"
     for older, restated in (
         ("定例の週次ミーティングは月曜日です。", True),
         ("The weekly sync meeting is on Mondays.", False),
     ):
-        found = [
-            Found(ContextItem("episodic", "old", older, 0.9, "", timestamp=DAY), first),
-            Found(ContextItem("episodic", "new", newer, 0.2, "", timestamp=LATER), near),
-            *background,
-        ]
-        ids = [f.item.id for f in cut(found, how, HashEmbedder(8), question)]
-        assert ids == (["new", "old"] if restated else ["old"])
+        assert _newer_restates(question, older, newer, 0.75, how) is restated, older
 
 
 def test_a_statement_in_the_other_language_is_not_held_to_the_question_s_words() -> None:
@@ -195,10 +178,6 @@ def test_one_sentence_with_another_value_is_a_restatement_however_the_model_rate
     """The same sentence naming another room rates under the similarity bar (0.6 here, the
     bar 0.8), yet it is the newer statement of the fact: its words, the values aside, are
     the older one's. A sentence about something else at the same similarity is not."""
-    first = np.zeros(8, np.float32)
-    first[0] = 1.0
-    near = np.zeros(8, np.float32)
-    near[0], near[1] = 0.6, 0.8
     older = "Reminder: the weekly operations meeting is held in room B-204."
     question = "Where is the weekly operations meeting held?"
     for newer, wording, restated in (
@@ -207,13 +186,7 @@ def test_one_sentence_with_another_value_is_a_restatement_however_the_model_rate
         ("The quarterly budget review with finance is held in room C-310.", 0.8, False),
     ):
         how = dataclasses.replace(HOW, restated_similarity=0.8, restated_wording=wording)
-        found = [
-            Found(ContextItem("episodic", "old", older, 0.9, "", timestamp=DAY), first),
-            Found(ContextItem("episodic", "new", newer, 0.2, "", timestamp=LATER), near),
-            *_background(2),
-        ]
-        ids = [f.item.id for f in cut(found, how, HashEmbedder(8), question)]
-        assert ids == (["new", "old"] if restated else ["old"]), (newer, wording)
+        assert _newer_restates(question, older, newer, 0.6, how) is restated, (newer, wording)
 
 
 def test_a_rewording_restates_but_not_one_that_drops_the_value_the_question_names() -> None:
@@ -243,10 +216,7 @@ def _newer_restates(question: str, older: str, newer: str, similarity: float, ho
     """Whether ``newer`` (later, ``similarity`` alike ``older``, scoring under the floor) is
     returned above ``older`` as its restatement, among sixty unrelated items; else only
     ``older`` is returned."""
-    first = np.zeros(8, np.float32)
-    first[0] = 1.0
-    near = np.zeros(8, np.float32)
-    near[0], near[1] = similarity, float(np.sqrt(1 - similarity**2))
+    first, near = _alike_vectors(similarity)
     found = [
         Found(ContextItem("episodic", "old", older, 0.9, "", timestamp=DAY), first),
         Found(ContextItem("episodic", "new", newer, 0.2, "", timestamp=LATER), near),
@@ -255,6 +225,15 @@ def _newer_restates(question: str, older: str, newer: str, similarity: float, ho
     ids = [f.item.id for f in cut(found, how, HashEmbedder(8), question)]
     assert ids in (["new", "old"], ["old"]), ids
     return ids == ["new", "old"]
+
+
+def _alike_vectors(similarity: float) -> tuple[np.ndarray, np.ndarray]:
+    """Two unit vectors ``similarity`` alike (the older and the newer statement's)."""
+    first = np.zeros(8, np.float32)
+    first[0] = 1.0
+    near = np.zeros(8, np.float32)
+    near[0], near[1] = similarity, float(np.sqrt(1 - similarity**2))
+    return first, near
 
 
 def _background(first_axis: int) -> list[Found]:
@@ -327,10 +306,7 @@ def _statements(newer: str, relevance: tuple[float, float], similarity: float) -
     """An older statement of the overtime cap, a newer text ``similarity`` alike it, each
     with its relevance to the question (the newer one scoring under the floor), and a
     background of sixty unrelated items."""
-    first = np.zeros(8, np.float32)
-    first[0] = 1.0
-    near = np.zeros(8, np.float32)
-    near[0], near[1] = similarity, float(np.sqrt(1 - similarity**2))
+    first, near = _alike_vectors(similarity)
     old = ContextItem(
         "episodic", "old", "時間外労働は月40hまでとします。", 0.6, "", timestamp=DAY,
         signals={"relevance": relevance[0]},
