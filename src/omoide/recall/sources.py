@@ -34,8 +34,8 @@ from omoide.recall.context import ContextItem
 from omoide.recall.log import RecallLog
 from omoide.recall.route import Route
 from omoide.storage import Database
-from omoide.text.fulltext import content_terms, match_expression
-from omoide.text.relevance import languages, relevance, same_language, word_share, words_signal
+from omoide.text.fulltext import match_expression
+from omoide.text.relevance import rate
 
 __all__ = [
     "Asked",
@@ -156,8 +156,6 @@ def documents(mem: MemoryParts, asked: Asked, collections: list[str]) -> list[Fo
     one full-text query per collection, rated by words and meaning."""
     config = mem.config.router
     expression = match_expression(asked.query)
-    terms = content_terms(asked.query)
-    question = languages(asked.query)
     items = []
     for collection in collections:
         if mem.semantic.is_empty(collection):
@@ -170,14 +168,18 @@ def documents(mem: MemoryParts, asked: Asked, collections: list[str]) -> list[Fo
             reader=asked.reader,
             reader_teams=asked.teams,
         )
-        best = max((c.bm25 for c in found), default=0.0)
-        meanings = mem.embedder.calibrate(np.array([c.cosine for c in found]), "query")
-        for c, meaning in zip(found, meanings, strict=True):
-            words = words_signal(c.bm25, best, word_share(terms, c.terms))
-            comparable = same_language(question, languages(c.text))
-            rel = relevance(
-                words, float(meaning), dense_weight=config.dense_weight, comparable=comparable
-            )
+        meanings = [
+            float(m) for m in mem.embedder.calibrate(np.array([c.cosine for c in found]), "query")
+        ]
+        rated = rate(
+            asked.query,
+            [c.bm25 for c in found],
+            [c.terms for c in found],
+            meanings,
+            [c.text for c in found],
+            dense_weight=config.dense_weight,
+        )
+        for c, meaning, (words, rel) in zip(found, meanings, rated, strict=True):
             why = asked.route.reasons["semantic"] + f" (collection {collection})"
             extracted = c.metadata.get("episode_ids")
             if c.metadata.get("source") == "extraction" and isinstance(extracted, str):
@@ -202,7 +204,7 @@ def documents(mem: MemoryParts, asked: Asked, collections: list[str]) -> list[Fo
                 tokens=c.tokens or 0,
                 signals={
                     "words": words,
-                    "meaning": float(meaning),
+                    "meaning": meaning,
                     "relevance": rel,
                     "importance": document_importance(c.doc_id, c.metadata),
                     "current": 1.0 if c.current else 0.0,

@@ -29,12 +29,20 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
-from omoide.text.fulltext import term_key
+from omoide.text.fulltext import content_terms, term_key
 
-__all__ = ["languages", "prior", "relevance", "same_language", "word_share", "words_signal"]
+__all__ = [
+    "languages",
+    "prior",
+    "rate",
+    "relevance",
+    "same_language",
+    "word_share",
+    "words_signal",
+]
 
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uff66-\uff9f]")
 _LATIN = re.compile(r"[A-Za-z]")
@@ -110,6 +118,33 @@ def relevance(words: float, meaning: float, *, dense_weight: float, comparable: 
     if the words it shares make that higher)."""
     fused = (words + dense_weight * meaning) / (1 + dense_weight)
     return fused if comparable else max(meaning * meaning, fused)
+
+
+def rate(
+    query: str,
+    bm25: Sequence[float],
+    analysed: Sequence[str],
+    meaning: Sequence[float],
+    texts: Sequence[str],
+    *,
+    dense_weight: float,
+) -> list[tuple[float, float]]:
+    """The words signal and the relevance of each candidate of one query, rated together:
+    ``bm25`` its full-text score (0 when its words do not match), ``analysed`` the terms it
+    is searched by, ``meaning`` its calibrated similarity, ``texts`` what it says (for its
+    language). The one rating of every ranker: the episodes' and the documents' sources and
+    ``SemanticStore.query``."""
+    terms = content_terms(query)
+    asked = languages(query)
+    best = max(bm25, default=0.0)
+    rated = []
+    for score, words_of, similar, text in zip(bm25, analysed, meaning, texts, strict=True):
+        words = words_signal(score, best, word_share(terms, words_of))
+        comparable = same_language(asked, languages(text))
+        rated.append(
+            (words, relevance(words, similar, dense_weight=dense_weight, comparable=comparable))
+        )
+    return rated
 
 
 def prior(value: float, strength: float) -> float:

@@ -41,8 +41,8 @@ from omoide.layers.episodic.context_keys import DEFAULT_COLUMN_WEIGHTS, key_text
 from omoide.layers.episodic.rows import LIVE_SQL, EpisodicRows
 from omoide.providers.embeddings import Embedder
 from omoide.storage import Database
-from omoide.text.fulltext import content_terms, index_text
-from omoide.text.relevance import languages, relevance, same_language, word_share, words_signal
+from omoide.text.fulltext import index_text
+from omoide.text.relevance import rate
 
 __all__ = ["Candidate", "EpisodeSearch"]
 
@@ -272,19 +272,24 @@ class EpisodeSearch:
         )
         if not found:
             return []
-        best = max(c.key_score for c in found)
-        terms = content_terms(query)
-        asked = languages(query)
-        meanings = self._embedder.calibrate(
-            np.array([c.cosine for c in found], dtype=np.float32), "query"
+        meanings = [
+            float(m)
+            for m in self._embedder.calibrate(
+                np.array([c.cosine for c in found], dtype=np.float32), "query"
+            )
+        ]
+        rated = rate(
+            query,
+            [c.key_score for c in found],
+            [c.key for c in found],
+            meanings,
+            [c.episode.description for c in found],
+            dense_weight=dense_weight,
         )
-        rated = []
-        for c, meaning in zip(found, meanings, strict=True):
-            words = words_signal(c.key_score, best, word_share(terms, c.key))
-            comparable = same_language(asked, languages(c.episode.description))
-            rel = relevance(words, float(meaning), dense_weight=dense_weight, comparable=comparable)
-            rated.append(c.rated(words, float(meaning), rel))
-        return rated
+        return [
+            c.rated(words, meaning, rel)
+            for c, meaning, (words, rel) in zip(found, meanings, rated, strict=True)
+        ]
 
     def candidates(
         self,
