@@ -125,10 +125,17 @@ def test_a_collection_past_the_limit_is_asked_of_chromadb(
         held = mem.semantic._collection("knowledge")
         assert isinstance(held, MirroredCollection)
         vector = mem.embedder.embed_query("when do we deploy?")
+        counted = []  # the copy's attempts to read the collection, each of which counts it
+        build = held._build
+        held._build = lambda: counted.append(1) or build()  # type: ignore[method-assign]
         assert held.nearest(vector, 4, lambda flags: True) is None
         assert "deploy" in _summary(_candidates(mem, "when do we deploy?"))
-        mem.semantic.delete("knowledge", ["vacation", "expense", "vpn", "kyoto"])
+        _store(mem, [("extra", "A new document makes it larger still.")], agent_name="ceo")
+        assert held.nearest(vector, 4, lambda flags: True) is None
+        assert counted == [1]  # past the limit, and no delete since: not counted again
+        mem.semantic.delete("knowledge", ["vacation", "expense", "vpn", "kyoto", "extra"])
         assert held.nearest(vector, 4, lambda flags: True) is not None  # 4 chunks now
+        assert counted == [1, 1]
 
 
 @pytest.mark.parametrize("chroma_backend", ["postgres"], indirect=True)

@@ -20,7 +20,8 @@ Staying in line with ChromaDB:
   ChromaDB before answering: present ones are replaced, absent ones dropped. A ``delete`` that
   names no ids makes the next search build the copy afresh, as does a read that failed midway.
 - A collection past ``semantic.in_process_chunks`` chunks is not held (its searches ask
-  ChromaDB, as with the setting at 0), nor is any on a shared database, whose collections
+  ChromaDB, as with the setting at 0; it is counted again only after a delete, the one write
+  that can bring it under the limit), nor is any on a shared database, whose collections
   other replicas write: only a store's one owning process (the directory's lock) sees every
   write.
 
@@ -100,6 +101,11 @@ class MirroredCollection:
         self._writing = 0  # writes under way
         self._building = False  # the whole collection is being read: writes wait
         self._rebuild = True
+        #: The last count found the collection past the limit: it still is until a delete
+        #: removes chunks that no later write put back (a store deletes a document's chunk ids
+        #: and writes them again), so searches need not count it again until then.
+        self._past_limit = False
+        self._removed: set[str] = set()  # chunk ids deleted since the last search
         self._matrix: VectorMatrix | None = None
         self._keys: dict[str, int] = {}
         self._chunk_ids: dict[int, str] = {}
@@ -124,9 +130,11 @@ class MirroredCollection:
         return self._noting(ids, lambda: self._coll.update(ids=ids, **kwargs))
 
     def delete(self, ids: Sequence[str] | None = None, **kwargs: Any) -> Any:
-        return self._noting(ids, lambda: self._coll.delete(ids=ids, **kwargs))
+        return self._noting(ids, lambda: self._coll.delete(ids=ids, **kwargs), shrinks=True)
 
-    def _noting(self, ids: Sequence[str] | None, write: Callable[[], Any]) -> Any:
+    def _noting(
+        self, ids: Sequence[str] | None, write: Callable[[], Any], *, shrinks: bool = False
+    ) -> Any:
         with self._changed:
             while self._building:
                 self._changed.wait()
@@ -136,10 +144,15 @@ class MirroredCollection:
         finally:  # after ChromaDB took it (or failed): a search never reads it half-done
             with self._changed:
                 self._writing -= 1
-                if ids is None:
+                if ids is None:  # a delete by filter: any chunk may have gone
                     self._rebuild = True
+                    self._past_limit = False
                 else:
                     self._noted.update(str(i) for i in ids)
+                    if shrinks:
+                        self._removed.update(str(i) for i in ids)
+                    else:
+                        self._removed.difference_update(str(i) for i in ids)
                 self._changed.notify_all()
 
     # -- searches ----------------------------------------------------------------------------
@@ -218,6 +231,10 @@ class MirroredCollection:
         """The matrix, brought in line with what was written since the last search (None
         when the collection is past the limit). Called under ``_lock``."""
         with self._noted_lock:
+            if self._past_limit and not self._removed:
+                self._noted.clear()  # moot: the copy is built afresh once it is held again
+                return None
+            self._past_limit, self._removed = False, set()
             rebuild, noted = self._rebuild, self._noted
             self._rebuild, self._noted = False, set()
         try:
@@ -240,6 +257,7 @@ class MirroredCollection:
                 self._clear()
                 with self._noted_lock:
                     self._rebuild = True
+                    self._past_limit = True
                 return None
         return self._matrix
 
@@ -259,7 +277,8 @@ class MirroredCollection:
                 total = int(self._coll.count())
             if total > self._limit:
                 with self._noted_lock:
-                    self._rebuild = True  # looked at again on every search: it may shrink
+                    self._rebuild = True  # counted again once a delete may have shrunk it
+                    self._past_limit = True
                 return None
             for start in range(0, total, _PAGE):
                 with chroma_errors("collection"):
