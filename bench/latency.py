@@ -257,6 +257,10 @@ def semantic_bench(
                     lambda q: mem.semantic.query("knowledge", q, n_results=5),
                     [question(rng, 2 * size + i) for i in range(n_queries)],
                 )
+                nearest = timed(
+                    lambda q: mem.semantic.query("knowledge", q, n_results=5, rank="meaning"),
+                    [question(rng, 4 * size + i) for i in range(n_queries)],
+                )
                 where = timed(
                     lambda q: mem.semantic.query("knowledge", q, n_results=5, reader="agent-1"),
                     [question(rng, 3 * size + i) for i in range(n_queries)],
@@ -264,7 +268,8 @@ def semantic_bench(
             kind = "synthetic vectors" if synthetic else "embedded"
             for label, samples in [
                 ("query embedding alone (baseline)", floor),
-                ("query(n_results=5)", plain),
+                ("query(n_results=5): words and meaning, the default", plain),
+                ('query(n_results=5, rank="meaning"): meaning alone', nearest),
                 ("query with a reader scope filter", where),
             ]:
                 p50, p95 = percentiles(samples)

@@ -194,6 +194,11 @@ def test_knowledge_commands(omoide: Run, tmp_path: Path) -> None:
     assert stored["ids"] == ["chroma", "fastapi"]
     hits = omoide.json("query", "knowledge", "where does request timing go?")
     assert hits[0]["doc_id"] == "fastapi" and hits[0]["metadata"]["reviewed"] is True
+    assert hits[0]["relevance"] > 0
+    nearest = omoide.json(
+        "query", "knowledge", "where does request timing go?", "--rank", "meaning"
+    )
+    assert nearest[0]["relevance"] is None and nearest[0]["doc_id"] == "fastapi"
     out, _ = omoide("query", "knowledge", "ベクトル検索", "-n", "1")
     assert "ChromaDBはベクトルDBです。" in out
     assert {d["id"] for d in omoide.json("documents", "list", "knowledge")} == {"chroma", "fastapi"}

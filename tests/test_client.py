@@ -165,6 +165,7 @@ def test_documents_are_the_same_records(local: Memory, cto: Client) -> None:
         assert "knowledge" in mem.semantic.collections
         results.append((ids, doc, hits, sorted(listed, key=lambda d: d.id), removed))
         assert hits[0]["doc_id"] == ids[0] and removed == 1
+        assert 0 < hits[0]["relevance"] <= 1  # carried over the wire too
     assert_equal(*results)
     assert results[0][0] == results[1][0]  # content ids: the same writer and text
 

@@ -567,8 +567,10 @@ def test_documents_are_found_and_ranked_by_their_words(mem: Memory) -> None:
         agent_name="cfo",
     )
     question = "Fennecの予算は？"
-    nearest = mem.semantic.query("decisions", question, n_results=20)
+    nearest = mem.semantic.query("decisions", question, n_results=20, rank="meaning")
     assert "fennec" not in {h.doc_id for h in nearest}
+    # The store's own query ranks by words and meaning as recall does: the name finds it.
+    assert mem.semantic.query("decisions", question, n_results=1)[0].doc_id == "fennec"
     words = mem.semantic.search_text("decisions", question)
     assert next(iter(words)) == "fennec"
     recalled = mem.recall(

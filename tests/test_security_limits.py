@@ -203,6 +203,19 @@ def test_filters_within_the_limits_still_work(server: ServerProcess) -> None:
     server.assert_alive()
 
 
+def test_the_ranking_of_a_query_is_chosen_and_checked(server: ServerProcess) -> None:
+    path = "/v1/collections/knowledge/query"
+    with server.client("designer") as designer:
+        default = designer.post(path, json={"query_text": "thread pool"})
+        by_meaning = designer.post(path, json={"query_text": "thread pool", "rank": "meaning"})
+        wrong = designer.post(path, json={"query_text": "thread pool", "rank": "bm25"})
+    assert default.status_code == by_meaning.status_code == 200, default.text
+    assert all(0 < h["relevance"] <= 1 for h in default.json())
+    assert by_meaning.json() and all(h["relevance"] is None for h in by_meaning.json())
+    assert _problem_field(wrong) == "rank"
+    server.assert_alive()
+
+
 @pytest.mark.parametrize("count", [MAX_FILTER_TERMS + 1, 10_000])
 def test_wide_tag_filters_of_episodes_are_refused(server: ServerProcess, count: int) -> None:
     with server.client("designer") as designer:

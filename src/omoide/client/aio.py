@@ -416,9 +416,11 @@ class AsyncSemantic:
         n_results: int = 5,
         where: Mapping[str, Any] | None = None,
         where_document: Mapping[str, Any] | None = None,
+        rank: str = "relevance",
     ) -> list[QueryHit]:
-        """The passages nearest in meaning to ``query_text``, best first."""
-        call = calls.query(collection, query_text, n_results, where, where_document)
+        """The passages that best answer ``query_text``, best first: by words and meaning, or
+        by meaning alone with ``rank="meaning"``."""
+        call = calls.query(collection, query_text, n_results, where, where_document, rank)
         return await self._client._run(call)
 
     async def get(self, collection: str, doc_id: str) -> Document:

@@ -229,12 +229,14 @@ def query(
     n_results: int,
     where: Mapping[str, Any] | None,
     where_document: Mapping[str, Any] | None,
+    rank: str = "relevance",
 ) -> Call[list[QueryHit]]:
     body = {
         "query_text": query_text,
         "n_results": n_results,
         "where": where,
         "where_document": where_document,
+        "rank": rank,
     }
     path = f"/v1/collections/{_q(collection)}/query"
     return Call("POST", path, _list(QueryHit), plain(body))

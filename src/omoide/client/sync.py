@@ -401,9 +401,11 @@ class RemoteSemantic:
         n_results: int = 5,
         where: Mapping[str, Any] | None = None,
         where_document: Mapping[str, Any] | None = None,
+        rank: str = "relevance",
     ) -> list[QueryHit]:
-        """The passages nearest in meaning to ``query_text``, best first."""
-        call = calls.query(collection, query_text, n_results, where, where_document)
+        """The passages that best answer ``query_text``, best first: by words and meaning, or
+        by meaning alone with ``rank="meaning"``."""
+        call = calls.query(collection, query_text, n_results, where, where_document, rank)
         return self._client._run(call)
 
     def get(self, collection: str, doc_id: str) -> Document:

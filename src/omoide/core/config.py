@@ -326,6 +326,7 @@ def _check(config: Config) -> None:
         raise ConfigError("semantic.chunk_overlap_tokens: must be >= 0")
     if s.in_process_chunks != 0:  # 0 turns it off
         _positive(s.in_process_chunks, "semantic.in_process_chunks")
+    _unit(s.text_weight, "semantic.text_weight")
     for name in ("ema_alpha", "success_weight", "quality_weight", "initial_success_rate"):
         _unit(getattr(p, name), f"procedural.{name}")
     if not 0 <= p.initial_quality_score <= 10:

@@ -14,6 +14,7 @@ from typing import Any
 __all__ = [
     "ESTIMATED",
     "LAYERS",
+    "RANKINGS",
     "CollectionStats",
     "Episode",
     "Message",
@@ -160,6 +161,10 @@ class SemanticDocument:
     expires_at: datetime | None = None
 
 
+#: The orders ``SemanticStore.query`` ranks in: words and meaning together, or meaning alone.
+RANKINGS = ("relevance", "meaning")
+
+
 @dataclass(frozen=True)
 class QueryHit:
     """One result of a semantic query: the matching chunk and where it came from."""
@@ -176,6 +181,9 @@ class QueryHit:
     #: Tokens of the chunk's text as a context renders it, counted when the chunk was written
     #: by the memory's token counter (None: not counted).
     tokens: int | None = None
+    #: Words and meaning together, in [0, 1] (:mod:`omoide.text.relevance`), when the query
+    #: ranked by relevance; None when it ranked by meaning alone.
+    relevance: float | None = None
 
     @property
     def similarity(self) -> float:

@@ -170,6 +170,9 @@ class SemanticConfig:
     #: Collection that :meth:`~omoide.layers.semantic.store.SemanticStore.cache` writes to by
     #: default.
     cache_collection: str = "knowledge"
+    #: Share of words in the relevance ``SemanticStore.query`` ranks by; the rest is meaning
+    #: (as ``episodic.text_weight`` for ``EpisodicStore.recall``).
+    text_weight: float = 0.5
 
 
 @dataclass(frozen=True)

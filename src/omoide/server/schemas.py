@@ -154,6 +154,7 @@ class QueryHit(BaseModel):
     current: bool
     similarity: float
     tokens: int | None = None
+    relevance: float | None = None
 
 
 class Document(BaseModel):

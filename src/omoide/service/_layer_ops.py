@@ -263,9 +263,10 @@ class LayerOperations(OperationsBase):
         n_results: int = 5,
         where: Mapping[str, Any] | None = None,
         where_document: Mapping[str, Any] | None = None,
+        rank: str = "relevance",
     ) -> list[dict[str, Any]]:
         hits = self.mem.semantic.query(
-            collection, query_text, n_results, where, where_document, **self._reader
+            collection, query_text, n_results, where, where_document, rank=rank, **self._reader
         )
         return [{**_json(h), "similarity": h.similarity} for h in hits]
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from omoide.core.models import RANKINGS
 from omoide.service.operation import LOCAL, Bounds, Operation, Param, Tool, a, r, tagged, w
 
 __all__ = ["LAYER_OPERATIONS", "SCOPE", "SCOPE_HELP", "SCOPE_PARAM", "UNIT", "WHEN_HELP"]
@@ -340,16 +341,23 @@ _SEMANTIC = tagged(
             ),
             "where": a("a ChromaDB metadata filter, as JSON", "--where"),
             "where_document": w("a ChromaDB text filter"),
+            "rank": a(
+                "relevance (words and meaning, the default) or meaning (distance alone)",
+                "--rank",
+                choices=RANKINGS,
+            ),
         },
         r(
             "POST",
             "/collections/{collection}/query",
             "QueryHit",
-            about="The passages nearest in meaning to ``query`` (or ``query_text``), best first.",
+            about="The passages that best answer ``query`` (or ``query_text``), best first: "
+            "by words and meaning, or by meaning alone with ``rank: meaning``.",
         ),
         Tool(
             "search_knowledge",
-            "Search stored knowledge by meaning; returns the closest passages with their ids.",
+            "Search stored knowledge by words and meaning; returns the best passages with "
+            "their ids.",
             {
                 "query": Param("A question or topic, in any language.", to="query_text"),
                 "collection": Param(

@@ -126,6 +126,7 @@ class Operations(Protocol):
         n_results: int = 5,
         where: Mapping[str, Any] | None = None,
         where_document: Mapping[str, Any] | None = None,
+        rank: str = "relevance",
     ) -> Records: ...
 
     def get_document(self, collection: str, doc_id: str) -> Record: ...

@@ -9,6 +9,7 @@ reads.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -21,10 +22,9 @@ from omoide.core.filters import (
     FIELD_OPERATORS,
     WHERE_OPERATORS,
     check_where,
-    public_metadata,
     reader_where,
 )
-from omoide.core.models import CollectionStats, QueryHit, SemanticDocument
+from omoide.core.models import RANKINGS, CollectionStats, QueryHit, SemanticDocument
 from omoide.core.validation import (
     check_name,
     check_names,
@@ -37,6 +37,7 @@ from omoide.errors import (
     ValidationError,
 )
 from omoide.layers.semantic.candidates import DocumentCandidate, gather
+from omoide.layers.semantic.hits import Chunk, Words, all_of, by_words, document_of, hits, relevance
 from omoide.layers.semantic.registry import DocumentRegistry
 from omoide.providers.embeddings import Embedder
 from omoide.storage import Database
@@ -95,9 +96,15 @@ class DocumentQueries:
         current_first: bool = True,
         author: str | None = None,
         ids: Sequence[str] | None = None,
+        rank: str = "relevance",
     ) -> list[QueryHit]:
-        """The chunks most similar to ``query_text``, nearest first.
+        """The chunks that best answer ``query_text``, best first.
 
+        ``rank="relevance"`` (default) ranks by words and meaning together, as
+        ``Memory.recall`` rates documents (:func:`omoide.text.relevance.rate`; the words'
+        share is ``semantic.text_weight``): the nearest chunks by meaning and the documents
+        whose words match best are the candidates, and each hit carries its ``relevance``.
+        ``rank="meaning"`` ranks by embedding distance alone, as ChromaDB does.
         ``where`` filters on metadata and ``where_document`` on text, as in ChromaDB;
         ``author`` keeps the documents that agent wrote, ``ids`` the documents with these ids.
         ``reader`` limits results to what that agent may read; filters cannot widen it. With
@@ -106,28 +113,33 @@ class DocumentQueries:
         Long because the filter checks, the Chroma query, expiry and scope filtering and the
         grouping of chunks into documents are one read path.
         """
+        if rank not in RANKINGS:
+            raise ValidationError("rank", f"expected one of {', '.join(RANKINGS)}, got {rank!r}")
         coll = self._collection(collection)
         query_text = check_text("query_text", query_text, max_chars=100_000)
         n_results = check_positive_int("n_results", n_results, maximum=10_000)
-        clauses: list[dict[str, Any]] = []
+        # The caller's own filters; the reader's scope, the ids and expiry are added below.
+        own: list[dict[str, Any]] = []
         if where is not None:
-            clauses.append(check_where(where, "where", FIELD_OPERATORS | WHERE_OPERATORS))
-        if reader is not None:
-            clauses.append(reader_where(check_name("reader", reader), reader_teams))
+            own.append(check_where(where, "where", FIELD_OPERATORS | WHERE_OPERATORS))
         if author is not None:
-            clauses.append({"_agent": check_name("author", author)})
+            own.append({"_agent": check_name("author", author)})
+        clauses = list(own)
+        if reader is not None:
+            reader = check_name("reader", reader)
+            clauses.append(reader_where(reader, reader_teams))
         if ids is not None:
-            wanted = check_names("ids", ids)
-            if not wanted:
+            ids = check_names("ids", ids)
+            if not ids:
                 return []
-            clauses.append({"_doc": {"$in": wanted}})
+            clauses.append({"_doc": {"$in": ids}})
         expiry = self._expiry_where(collection)
         if expiry is not None:
             clauses.append(expiry)
         doc_filter = None
         if where_document is not None:
             doc_filter = check_where(where_document, "where_document", DOC_OPERATORS)
-        combined = clauses[0] if len(clauses) == 1 else ({"$and": clauses} if clauses else None)
+        combined = all_of(clauses)
         vector = self._embedder.embed_query(query_text)
         # HNSW is approximate: in a large collection full of near-duplicates a narrow search
         # misses the nearest document. ``hnsw_search_ef`` sets its breadth; asking for at
@@ -148,47 +160,56 @@ class DocumentQueries:
             about = exc.message.lower()
             field = "where_document" if "regex" in about or "document" in about else "where"
             raise ValidationError(field, exc.message) from None
-        live = self._registry.live_versions(
-            collection,
-            [
-                str((m or {}).get("_doc", c.split("#")[0]))
-                for c, m in zip(raw["ids"][0], raw["metadatas"][0], strict=True)
-            ],
-        )
-        hits: list[QueryHit] = []
-        seen: set[str] = set()
-        for cid, doc, meta, dist in zip(
-            raw["ids"][0],
-            raw["documents"][0],
-            raw["metadatas"][0],
-            raw["distances"][0],
-            strict=True,
-        ):
-            meta = dict(meta or {})
-            doc_id = str(meta.get("_doc", cid.split("#")[0]))
-            if doc_id not in live or (dedupe and doc_id in seen):
-                continue
-            seen.add(doc_id)
-            current, counts = live[doc_id]
-            chunk = int(meta.get("_chunk", 0))
-            hits.append(
-                QueryHit(
-                    id=cid,
-                    document=doc or "",
-                    metadata=public_metadata(meta),
-                    distance=float(dist),
-                    collection=collection,
-                    doc_id=doc_id,
-                    chunk_index=chunk,
-                    current=current,
-                    tokens=counts[chunk] if chunk < len(counts) else None,
-                )
+        chunks: list[Chunk] = list(
+            zip(
+                raw["ids"][0],
+                raw["documents"][0],
+                raw["metadatas"][0],
+                raw["distances"][0],
+                strict=True,
             )
-        hits.sort(key=lambda h: (current_first and not h.current, h.distance))
-        hits = hits[:n_results]
-        if touch and hits:
-            self._registry.touch(collection, [h.doc_id for h in hits])
-        return hits
+        )
+        words: dict[str, tuple[float, str]] = {}
+        if rank == "relevance":
+            asked = Words(
+                query_text,
+                all_of(own),
+                doc_filter,
+                ids,
+                reader,
+                sorted(reader_teams),
+                self._clock.now(),
+            )
+            words, more = by_words(
+                self._db,
+                self._registry,
+                coll,
+                collection,
+                asked,
+                vector,
+                chunks,
+                fetch=fetch,
+                dedupe=dedupe,
+            )
+            chunks += more
+        live = self._registry.live_versions(
+            collection, [document_of(cid, meta) for cid, _, meta, _ in chunks]
+        )
+        found = hits(collection, chunks, live_of=live, dedupe=dedupe)
+        if rank == "relevance":
+            tw = self.config.text_weight
+            scores = relevance(self._embedder, tw, query_text, found, words)
+            order = sorted(
+                range(len(found)),
+                key=lambda i: (current_first and not found[i].current, -scores[i]),
+            )
+            found = [replace(found[i], relevance=scores[i]) for i in order[:n_results]]
+        else:
+            found.sort(key=lambda h: (current_first and not h.current, h.distance))
+            found = found[:n_results]
+        if touch and found:
+            self._registry.touch(collection, [h.doc_id for h in found])
+        return found
 
     def candidates(
         self,
@@ -393,5 +414,3 @@ class DocumentQueries:
         coll = self._collection(collection)
         with chroma_errors("collection"):
             return int(coll.count())
-
-    # -- helpers -----------------------------------------------------------------------
