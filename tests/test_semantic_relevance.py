@@ -8,11 +8,13 @@ read stays absent.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from omoide import Memory
 from omoide.errors import ValidationError
+from omoide.layers.semantic import hits, query
 
 pytestmark = pytest.mark.both_engines
 
@@ -87,3 +89,30 @@ def test_a_question_without_words_ranks_by_meaning(mem: Memory) -> None:
     by_meaning = mem.semantic.query("knowledge", "what is it?", n_results=2, rank="meaning")
     assert [h.doc_id for h in by_relevance] == [h.doc_id for h in by_meaning]
     assert all(h.relevance is not None for h in by_relevance)
+
+
+def test_what_only_words_find_is_read_only_when_it_could_rank(
+    crowded: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A document found by words alone is read from ChromaDB only if its words, with the
+    meaning of the farthest of the nearest chunks, could still place it among the results;
+    the results are those of reading every one."""
+    mem = crowded
+    mem.semantic.store("knowledge", [TARGET], [{"team": "hr"}])
+    notes = [f"Notes {i}: the invoice module and the warehouse, Zebra-77{i:02d}." for i in range(8)]
+    mem.semantic.store("knowledge", notes)
+    read: list[list[str]] = []
+    chunks_of = hits.chunks_of
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        read.append(list(args[5]))  # the documents asked for
+        return chunks_of(*args, **kwargs)
+
+    monkeypatch.setattr(query, "chunks_of", counted)
+    pruned = mem.semantic.query("knowledge", QUESTION, n_results=1)
+    ranked = hits.ranked
+    monkeypatch.setattr(query, "ranked", lambda *a, **k: ranked(*a, **{**k, "farthest": None}))
+    every = mem.semantic.query("knowledge", QUESTION, n_results=1)
+    assert [(h.doc_id, h.relevance) for h in pruned] == [(h.doc_id, h.relevance) for h in every]
+    assert pruned[0].document == TARGET
+    assert 1 <= len(read[0]) < len(read[1])  # fewer read, the same results

@@ -40,6 +40,7 @@ __all__ = [
     "rate",
     "relevance",
     "same_language",
+    "scripts_present",
     "word_share",
     "words_signal",
 ]
@@ -71,6 +72,16 @@ def _scripts(sample: str) -> frozenset[str]:
         found.add("cjk")
     # Latin letters count by word: a Japanese sentence naming "CI" is not English.
     if latin / letters >= SCRIPT_SHARE or cjk == 0:
+        found.add("latin")
+    return frozenset(found)
+
+
+def scripts_present(text: str) -> frozenset[str]:
+    """Every script with at least one letter in ``text``: whatever part of it
+    :func:`languages` reads, its scripts are among these."""
+    sample = unicodedata.normalize("NFKC", text)
+    found = {"cjk"} if _CJK.search(sample) else set()
+    if _LATIN.search(sample):
         found.add("latin")
     return frozenset(found)
 

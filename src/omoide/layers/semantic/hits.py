@@ -12,8 +12,8 @@ tables it reads.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -30,9 +30,9 @@ from omoide.providers.embeddings import Embedder
 from omoide.storage import Database
 from omoide.storage.chroma import chroma_errors
 from omoide.text.fulltext import match_expression
-from omoide.text.relevance import rate
+from omoide.text.relevance import languages, rate, relevance, scripts_present
 
-__all__ = ["Chunk", "Words", "all_of", "by_words", "document_of", "hits", "relevance"]
+__all__ = ["Chunk", "Words", "all_of", "chunks_of", "document_of", "hits", "ranked", "words_of"]
 
 #: A chunk as a query returns it: id, text, metadata, distance.
 Chunk = tuple[str, "str | None", "Mapping[str, Any] | None", float]
@@ -64,27 +64,16 @@ def document_of(chunk_id: str, metadata: Mapping[str, Any] | None) -> str:
     return str((metadata or {}).get("_doc", chunk_id.split("#")[0]))
 
 
-def by_words(
-    db: Database,
-    registry: DocumentRegistry,
-    coll: Any,
-    collection: str,
-    asked: Words,
-    vector: npt.NDArray[np.float32],
-    chunks: Sequence[Chunk],
-    *,
-    fetch: int,
-    dedupe: bool,
-) -> tuple[dict[str, tuple[float, str]], list[Chunk]]:
-    """Each candidate document's BM25 and analysed text (the nearest by meaning, ``chunks``,
-    and the ``fetch`` best by words, in one full-text query), and the chunks of the documents
-    found by their words alone that pass every filter, with their distances computed from the
-    stored vectors."""
+def words_of(
+    db: Database, collection: str, asked: Words, nearest: Sequence[str], fetch: int
+) -> dict[str, tuple[float, str]]:
+    """Each candidate document's BM25 and analysed text: the ``nearest`` by meaning and the
+    ``fetch`` best by words, in one full-text query (within the reader's scope, unexpired,
+    among the asked ids)."""
     expression = match_expression(asked.query_text)
     if expression is None:
-        return {}, []
-    nearest = list(dict.fromkeys(document_of(cid, meta) for cid, _, meta, _ in chunks))
-    words = matches(
+        return {}
+    return matches(
         db,
         collection,
         expression,
@@ -93,33 +82,42 @@ def by_words(
         asked.reader,
         asked.teams,
         asked.now,
-        also=nearest,
+        also=list(dict.fromkeys(nearest)),
     )
-    known = set(nearest)
-    others = [d for d in words if d not in known]
-    if not others:
-        return words, []
-    # The full-text query kept what the reader may read, unexpired, among the ids; the
-    # caller's filters (metadata, author, text) are ChromaDB's.
+
+
+def chunks_of(
+    registry: DocumentRegistry,
+    coll: Any,
+    collection: str,
+    asked: Words,
+    vector: npt.NDArray[np.float32],
+    doc_ids: Sequence[str],
+    *,
+    dedupe: bool,
+) -> list[Chunk]:
+    """The chunks of documents found by their words alone that pass the caller's filters
+    (metadata, author, text: ChromaDB's), nearest first, their distances computed from the
+    stored vectors: from the copy held in the process when there are no such filters, else
+    in one ChromaDB read by chunk id (``doc#i``: faster than filtering every chunk)."""
     unfiltered = asked.where is None and asked.where_document is None
     if isinstance(coll, MirroredCollection) and dedupe and unfiltered:
         stamp = to_timestamp(asked.now)
         copied = coll.chunks_of(
-            vector, others, lambda f: f.readable(asked.reader, asked.teams, stamp)
+            vector, doc_ids, lambda f: f.readable(asked.reader, asked.teams, stamp)
         )
         if copied is not None:  # each document's nearest chunk
-            return words, [
+            return [
                 (f"{doc_id}#{meta.get('_chunk', 0)}", text, meta, 1.0 - cosine)
                 for doc_id, text, cosine, meta, _ in copied
             ]
-    # Read by chunk id (``doc#i``): faster than ChromaDB filtering every chunk by document.
     chunk_ids = [
         f"{r['id']}#{i}"
-        for r in registry.rows(collection, others)
+        for r in registry.rows(collection, doc_ids)
         for i in range(int(r["chunk_count"]))
     ]
     if not chunk_ids:
-        return words, []
+        return []
     with chroma_errors("where"):
         got = coll.get(
             ids=chunk_ids,
@@ -134,7 +132,7 @@ def by_words(
         )
     ]
     more.sort(key=lambda c: c[3])  # nearest chunk first, as a query returns them
-    return words, more
+    return more
 
 
 def hits(
@@ -172,24 +170,72 @@ def hits(
     return found
 
 
-def relevance(
+def ranked(
     embedder: Embedder,
     text_weight: float,
     query_text: str,
     found: Sequence[QueryHit],
     words: Mapping[str, tuple[float, str]],
-) -> list[float]:
-    """The relevance of each hit (:func:`omoide.text.relevance.rate`; ``text_weight`` the
-    words' share)."""
-    if not found:
-        return []
-    meanings = embedder.calibrate(np.array([h.similarity for h in found]), "query")
-    rated = rate(
-        query_text,
-        [words.get(h.doc_id, (0.0, ""))[0] for h in found],
-        [words.get(h.doc_id, (0.0, ""))[1] for h in found],
-        [float(m) for m in meanings],
-        [h.document for h in found],
-        dense_weight=(1 - text_weight) / text_weight if text_weight > 0 else 1e9,
+    more: Callable[[list[str]], list[QueryHit]],
+    *,
+    farthest: float | None,
+    n_results: int,
+    current_first: bool,
+) -> list[QueryHit]:
+    """The ``n_results`` best of ``found`` (the nearest by meaning) and of the documents
+    ``words`` found alone, by relevance (:func:`omoide.text.relevance.rate`; ``text_weight``
+    the words' share), each with it; current versions first with ``current_first``.
+
+    A document found by words alone is farther in meaning than the nearest chunks
+    (``farthest``: the similarity of the last of them, None when they were all there were),
+    so its relevance is at most its words' with that meaning: ``more`` reads the chunks of
+    those that could still rank among the ``n_results`` best, and only of those."""
+    dense_weight = (1 - text_weight) / text_weight if text_weight > 0 else 1e9
+    shown = {h.doc_id for h in found}
+    others = [d for d in words if d not in shown]
+
+    def rated(
+        hits_: Sequence[QueryHit], rest_meaning: float
+    ) -> tuple[list[float], dict[str, float]]:
+        """The relevance of ``hits_``, and the words signal of the other documents (rated
+        with ``rest_meaning``): every document of ``words`` is rated, so the words are
+        relative to the same best match each time."""
+        named = {h.doc_id for h in hits_}
+        rest = [d for d in others if d not in named]
+        meanings = embedder.calibrate(np.array([h.similarity for h in hits_]), "query")
+        ratings = rate(
+            query_text,
+            [words.get(h.doc_id, (0.0, ""))[0] for h in hits_] + [words[d][0] for d in rest],
+            [words.get(h.doc_id, (0.0, ""))[1] for h in hits_] + [words[d][1] for d in rest],
+            [float(m) for m in meanings] + [rest_meaning] * len(rest),
+            [h.document for h in hits_] + [""] * len(rest),
+            dense_weight=dense_weight,
+        )
+        return (
+            [rel for _, rel in ratings[: len(hits_)]],
+            {d: w for d, (w, _) in zip(rest, ratings[len(hits_) :], strict=True)},
+        )
+
+    if others:
+        cap = 1.0 if farthest is None else float(embedder.calibrate(farthest, "query"))
+        scores, rest = rated(found, cap)
+        rivals = sorted(
+            (s for h, s in zip(found, scores, strict=True) if h.current or not current_first),
+            reverse=True,
+        )
+        floor = rivals[n_results - 1] if len(rivals) >= n_results else -1.0
+        asked = languages(query_text)
+
+        def bound(doc_id: str) -> float:
+            # Rated in the question's language unless the document holds letters of another
+            # script: then a chunk of it may be rated by its meaning squared.
+            same = not asked or scripts_present(words[doc_id][1]) <= asked
+            return relevance(rest[doc_id], cap, dense_weight=dense_weight, comparable=same)
+
+        could = [d for d in others if bound(d) >= floor]
+        found = [*found, *(more(could) if could else [])]
+    scores, _ = rated(found, 0.0)
+    order = sorted(
+        range(len(found)), key=lambda i: (current_first and not found[i].current, -scores[i])
     )
-    return [rel for _, rel in rated]
+    return [replace(found[i], relevance=scores[i]) for i in order[:n_results]]

@@ -9,7 +9,6 @@ reads.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -37,7 +36,16 @@ from omoide.errors import (
     ValidationError,
 )
 from omoide.layers.semantic.candidates import DocumentCandidate, gather
-from omoide.layers.semantic.hits import Chunk, Words, all_of, by_words, document_of, hits, relevance
+from omoide.layers.semantic.hits import (
+    Chunk,
+    Words,
+    all_of,
+    chunks_of,
+    document_of,
+    hits,
+    ranked,
+    words_of,
+)
 from omoide.layers.semantic.registry import DocumentRegistry
 from omoide.providers.embeddings import Embedder
 from omoide.storage import Database
@@ -169,8 +177,14 @@ class DocumentQueries:
                 strict=True,
             )
         )
-        words: dict[str, tuple[float, str]] = {}
-        if rank == "relevance":
+        live = self._registry.live_versions(
+            collection, [document_of(cid, meta) for cid, _, meta, _ in chunks]
+        )
+        found = hits(collection, chunks, live_of=live, dedupe=dedupe)
+        if rank == "meaning":
+            found.sort(key=lambda h: (current_first and not h.current, h.distance))
+            found = found[:n_results]
+        else:
             asked = Words(
                 query_text,
                 all_of(own),
@@ -180,33 +194,28 @@ class DocumentQueries:
                 sorted(reader_teams),
                 self._clock.now(),
             )
-            words, more = by_words(
-                self._db,
-                self._registry,
-                coll,
-                collection,
-                asked,
-                vector,
-                chunks,
-                fetch=fetch,
-                dedupe=dedupe,
+            nearest = [document_of(cid, meta) for cid, _, meta, _ in chunks]
+            words = words_of(self._db, collection, asked, nearest, fetch)
+
+            def more(doc_ids: list[str]) -> list[QueryHit]:
+                got = chunks_of(
+                    self._registry, coll, collection, asked, vector, doc_ids, dedupe=dedupe
+                )
+                alive = self._registry.live_versions(collection, doc_ids)
+                return hits(collection, got, live_of=alive, dedupe=dedupe)
+
+            found = ranked(
+                self._embedder,
+                self.config.text_weight,
+                query_text,
+                found,
+                words,
+                more,
+                # Past the nearest chunks when the query returned all it was asked for.
+                farthest=1.0 - chunks[-1][3] if len(chunks) == fetch else None,
+                n_results=n_results,
+                current_first=current_first,
             )
-            chunks += more
-        live = self._registry.live_versions(
-            collection, [document_of(cid, meta) for cid, _, meta, _ in chunks]
-        )
-        found = hits(collection, chunks, live_of=live, dedupe=dedupe)
-        if rank == "relevance":
-            tw = self.config.text_weight
-            scores = relevance(self._embedder, tw, query_text, found, words)
-            order = sorted(
-                range(len(found)),
-                key=lambda i: (current_first and not found[i].current, -scores[i]),
-            )
-            found = [replace(found[i], relevance=scores[i]) for i in order[:n_results]]
-        else:
-            found.sort(key=lambda h: (current_first and not h.current, h.distance))
-            found = found[:n_results]
         if touch and found:
             self._registry.touch(collection, [h.doc_id for h in found])
         return found
