@@ -105,7 +105,7 @@ def test_what_only_words_find_is_read_only_when_it_could_rank(
     chunks_of = hits.chunks_of
 
     def counted(*args: Any, **kwargs: Any) -> Any:
-        read.append(list(args[5]))  # the documents asked for
+        read.append(list(args[3]))  # the documents asked for
         return chunks_of(*args, **kwargs)
 
     monkeypatch.setattr(query, "chunks_of", counted)

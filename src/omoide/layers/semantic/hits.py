@@ -12,7 +12,7 @@ tables it reads.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -23,16 +23,27 @@ import numpy.typing as npt
 from omoide.clock import to_timestamp
 from omoide.core.filters import public_metadata
 from omoide.core.models import QueryHit
+from omoide.layers.semantic.counts import decode_counts
 from omoide.layers.semantic.matches import matches
 from omoide.layers.semantic.mirror import MirroredCollection
-from omoide.layers.semantic.registry import DocumentRegistry
+from omoide.layers.semantic.registry import SEARCHABLE
 from omoide.providers.embeddings import Embedder
 from omoide.storage import Database
 from omoide.storage.chroma import chroma_errors
 from omoide.text.fulltext import match_expression
 from omoide.text.relevance import languages, rate, relevance, scripts_present
 
-__all__ = ["Chunk", "Words", "all_of", "chunks_of", "document_of", "hits", "ranked", "words_of"]
+__all__ = [
+    "Chunk",
+    "Words",
+    "all_of",
+    "chunks_of",
+    "document_of",
+    "hits",
+    "live_of",
+    "ranked",
+    "words_of",
+]
 
 #: A chunk as a query returns it: id, text, metadata, distance.
 Chunk = tuple[str, "str | None", "Mapping[str, Any] | None", float]
@@ -87,16 +98,15 @@ def words_of(
 
 
 def chunks_of(
-    registry: DocumentRegistry,
     coll: Any,
-    collection: str,
     asked: Words,
     vector: npt.NDArray[np.float32],
-    doc_ids: Sequence[str],
+    chunk_counts: Mapping[str, int],
     *,
     dedupe: bool,
 ) -> list[Chunk]:
-    """The chunks of documents found by their words alone that pass the caller's filters
+    """The chunks of documents found by their words alone (``chunk_counts``: how many chunks
+    each has) that pass the caller's filters
     (metadata, author, text: ChromaDB's), nearest first, their distances computed from the
     stored vectors: from the copy held in the process when there are no such filters, else
     in one ChromaDB read by chunk id (``doc#i``: faster than filtering every chunk)."""
@@ -104,18 +114,14 @@ def chunks_of(
     if isinstance(coll, MirroredCollection) and dedupe and unfiltered:
         stamp = to_timestamp(asked.now)
         copied = coll.chunks_of(
-            vector, doc_ids, lambda f: f.readable(asked.reader, asked.teams, stamp)
+            vector, chunk_counts, lambda f: f.readable(asked.reader, asked.teams, stamp)
         )
         if copied is not None:  # each document's nearest chunk
             return [
                 (f"{doc_id}#{meta.get('_chunk', 0)}", text, meta, 1.0 - cosine)
                 for doc_id, text, cosine, meta, _ in copied
             ]
-    chunk_ids = [
-        f"{r['id']}#{i}"
-        for r in registry.rows(collection, doc_ids)
-        for i in range(int(r["chunk_count"]))
-    ]
+    chunk_ids = [f"{doc_id}#{i}" for doc_id, n in chunk_counts.items() for i in range(n)]
     if not chunk_ids:
         return []
     with chroma_errors("where"):
@@ -133,6 +139,16 @@ def chunks_of(
     ]
     more.sort(key=lambda c: c[3])  # nearest chunk first, as a query returns them
     return more
+
+
+def live_of(rows: Iterable[Any]) -> dict[str, tuple[bool, tuple[int, ...]]]:
+    """For the registry ``rows`` of searchable documents, whether each is the current version
+    of its subject, and its chunks' stored token counts (:mod:`.counts`)."""
+    return {
+        r["id"]: (r["superseded_by"] is None, decode_counts(r["chunk_tokens"]))
+        for r in rows
+        if r["state"] in SEARCHABLE
+    }
 
 
 def hits(

@@ -43,6 +43,7 @@ from omoide.layers.semantic.hits import (
     chunks_of,
     document_of,
     hits,
+    live_of,
     ranked,
     words_of,
 )
@@ -177,9 +178,8 @@ class DocumentQueries:
                 strict=True,
             )
         )
-        live = self._registry.live_versions(
-            collection, [document_of(cid, meta) for cid, _, meta, _ in chunks]
-        )
+        nearest = [document_of(cid, meta) for cid, _, meta, _ in chunks]
+        live = live_of(self._registry.rows(collection, list(dict.fromkeys(nearest))))
         found = hits(collection, chunks, live_of=live, dedupe=dedupe)
         if rank == "meaning":
             found.sort(key=lambda h: (current_first and not h.current, h.distance))
@@ -194,14 +194,13 @@ class DocumentQueries:
                 sorted(reader_teams),
                 self._clock.now(),
             )
-            nearest = [document_of(cid, meta) for cid, _, meta, _ in chunks]
             words = words_of(self._db, collection, asked, nearest, fetch)
 
             def more(doc_ids: list[str]) -> list[QueryHit]:
-                got = chunks_of(
-                    self._registry, coll, collection, asked, vector, doc_ids, dedupe=dedupe
-                )
-                alive = self._registry.live_versions(collection, doc_ids)
+                rows = self._registry.rows(collection, doc_ids)  # read once, for both
+                alive = live_of(rows)
+                counts = {r["id"]: int(r["chunk_count"]) for r in rows if r["id"] in alive}
+                got = chunks_of(coll, asked, vector, counts, dedupe=dedupe)
                 return hits(collection, got, live_of=alive, dedupe=dedupe)
 
             found = ranked(

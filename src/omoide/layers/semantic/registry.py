@@ -28,7 +28,6 @@ from typing import Any
 from omoide.clock import Clock, from_timestamp, to_timestamp
 from omoide.core.models import SemanticDocument
 from omoide.core.scope import reader_predicate
-from omoide.layers.semantic.counts import decode_counts
 from omoide.layers.semantic.matches import matches
 from omoide.storage import Database
 from omoide.storage.migrations import SEMANTIC_FULLTEXT_REBUILD
@@ -331,17 +330,6 @@ class DocumentRegistry:
                 )
             )
         return rows
-
-    def live_versions(
-        self, collection: str, doc_ids: Sequence[str]
-    ) -> dict[str, tuple[bool, tuple[int, ...]]]:
-        """For the documents that are searchable, whether each is the current version of its
-        subject, and its chunks' stored token counts (:mod:`.counts`)."""
-        return {
-            r["id"]: (r["superseded_by"] is None, decode_counts(r["chunk_tokens"]))
-            for r in self.rows(collection, list(dict.fromkeys(doc_ids)))
-            if r["state"] in SEARCHABLE
-        }
 
     def get(
         self, collection: str, doc_id: str, reader: str | None, reader_teams: Iterable[str]
