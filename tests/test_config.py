@@ -122,6 +122,7 @@ def test_never_forget_can_only_be_extended() -> None:
         ({"semantic": {"collections": {"x": {"max_docs": 5}}}}, "semantic.collections.x"),
         ({"semantic": {"collections": {"ok_name": {"on_full": "drop"}}}}, "on_full"),
         ({"semantic": {"hnsw_space": "manhattan"}}, "hnsw_space"),
+        ({"semantic": {"text_weight": 1.5}}, "semantic.text_weight"),
         ({"semantic": {"chroma_prefix": "-team"}}, "semantic.chroma_prefix"),
         ({"episodic": {"vector_store": "postgres"}}, "episodic.vector_store"),
         ({"storage": {"cache_mib": 0}}, "storage.cache_mib"),
