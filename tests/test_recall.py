@@ -408,6 +408,50 @@ def test_the_current_version_of_a_fact_ranks_before_superseded_ones(mem: Memory)
     assert "decisions/window-v1" not in context.ids()
 
 
+def test_a_current_version_scores_what_its_old_version_matched(mem: Memory) -> None:
+    """An English question matches the English first statement of a fact by its words; the
+    fact was restated in Japanese with a new value. The old version, halved as superseded,
+    falls under texts that share the question's words; the current version scores what the
+    old one matched and comes first. Another agent's document on the same subject is not its
+    current version and is not lifted."""
+    mem.semantic.store(
+        "decisions",
+        ["Decision: support must answer customers within 2 hours."],
+        [{"subject": "support.response_target"}],
+        ids=["target-v1"],
+        agent_name="support",
+    )
+    mem.semantic.store(
+        "decisions",
+        ["決定: サポートは4時間以内に顧客へ返信する。"],
+        [{"subject": "support.response_target"}],
+        ids=["target-v2"],
+        agent_name="support",
+    )
+    mem.semantic.store(
+        "decisions",
+        ["決定: サポートは30分以内に返信する。"],
+        [{"subject": "support.response_target"}],
+        ids=["other-agent"],
+        agent_name="intern",
+    )
+    for i in range(12):
+        mem.semantic.store(
+            "decisions", [f"Support ticket {i}: the customer asked about an invoice."]
+        )
+    question = "What is the support response-time target?"
+    items = mem.recall(
+        question, agent_name="ceo", layers=["semantic"], min_score=0.0, top_k=20
+    ).items
+    ids = [i.id for i in items]
+    assert ids[0] == "decisions/target-v2"
+    assert "the current version of decisions/target-v1" in items[0].why
+    old = items[ids.index("decisions/target-v1")]
+    assert old.signals["current"] == 0.0 and items[0].score >= old.score / 0.5 - 1e-9
+    if "decisions/other-agent" in ids:
+        assert "current version of" not in items[ids.index("decisions/other-agent")].why
+
+
 def test_importance_is_a_prior_on_relevance(tmp_path: object, clock: ManualClock) -> None:
     """Of two memories that match alike, the one its writer marked important ranks first, in
     both layers; at the neutral importance (0.5) the prior changes nothing."""

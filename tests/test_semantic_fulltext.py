@@ -252,3 +252,53 @@ def test_archived_versions_refuse_bad_input(
     assert info.value.field == field
     with pytest.raises(UnknownCollectionError):
         mem.semantic.archived_versions("nope", "budget")
+
+
+def test_a_current_version_is_found_by_its_subject_and_earlier_wordings(
+    mem: Memory, clock: ManualClock
+) -> None:
+    """A fact restated in Japanese keeps the English words of its writer's earlier version
+    and its subject in its full text, so an English question still finds it once the earlier
+    version is archived; another writer's version of the same subject lends it nothing."""
+    target = {"subject": "support.response_target"}
+    mem.semantic.store(
+        "decisions",
+        ["Decision: support must answer customers within 2 hours."],
+        [target],
+        ids=["v1"],
+        agent_name="support",
+    )
+    clock.advance(days=1)
+    mem.semantic.store(
+        "decisions",
+        ["決定: サポートは4時間以内に返信する。"],
+        [target],
+        ids=["v2"],
+        agent_name="support",
+    )
+    mem.semantic.store(
+        "decisions", ["決定: 返信は翌営業日まで。"], [target], ids=["other"], agent_name="intern"
+    )
+    _archive(mem, "v1")
+    assert list(mem.semantic.search_text("decisions", "answer customers within hours")) == ["v2"]
+    assert set(mem.semantic.search_text("decisions", "response target")) == {"v2", "other"}
+    v3 = "Decision: support answers within 30 minutes."
+    mem.semantic.store("decisions", [v3], [target], ids=["v3"], agent_name="support")
+    assert set(mem.semantic.search_text("decisions", "サポート")) == {"v2", "v3"}  # v2's words
+    assert set(mem.semantic.search_text("decisions", "customers")) == {"v2", "v3"}  # v1's
+    mem.semantic.delete("decisions", ["v1"])  # a deleted version's words leave the later ones
+    assert mem.semantic.search_text("decisions", "customers") == {}
+
+
+def test_migration_indexes_versions_again(tmp_path: Path, clock: ManualClock) -> None:
+    """A store indexed before versions held their subject is indexed again on open."""
+    with Memory(tmp_path / "d", clock=clock) as mem:
+        fact = [{"subject": "policy.deploy_window"}]
+        mem.semantic.store("decisions", ["本番デプロイは平日のみ。"], fact, ids=["w"])
+        assert list(mem.semantic.search_text("decisions", "deploy window")) == ["w"]
+        assert mem.db is not None
+        with mem.db.transaction() as conn:  # as a database from before the migration
+            conn.execute("DELETE FROM migrations WHERE name = '0013_semantic_fulltext_versions'")
+            conn.execute("UPDATE semantic_docs_fts SET body = 'old body'")
+    with Memory(tmp_path / "d", clock=clock) as mem:
+        assert list(mem.semantic.search_text("decisions", "deploy window")) == ["w"]

@@ -16,7 +16,12 @@ question is about (nor a newer episode above which it would otherwise not rank).
   the present (:attr:`Route.present <omoide.recall.route.Route.present>`: of statements of a
   fact the newest answers it), else ``router.freshness_prior``;
 * time — ``1 + router.time_range_boost`` for an item inside the time range the question names;
-* version — ``router.superseded_factor`` for a superseded version of a fact;
+* version — ``router.superseded_factor`` for a superseded version of a fact, and its current
+  version, when found too, scores at least what the superseded one would score unfactored:
+  a question that matches an old statement of a fact asks about that fact, and the answer is
+  its current value, however differently it is worded (restated in another language). A
+  version chain is one writer's (:meth:`~omoide.layers.semantic.registry.DocumentRegistry.
+  supersede`), so no one lifts another's document;
 * identifiers — ``router.other_identifier_factor`` for an item that names none of the
   identifiers the question asks about but another of the same form (another incident code,
   another rack): words and meaning cannot tell ``HX-166`` from ``HX-162``.
@@ -54,6 +59,7 @@ def score(found: Sequence[Found], route: Route, config: RouterConfig) -> list[Fo
     if route.present:
         freshness = max(freshness, config.present_freshness_prior)
     scored = []
+    lent: dict[str, tuple[float, str]] = {}  # current version: best unfactored old score, id
     for f in found:
         item = f.item
         if item.layer == "working":
@@ -80,6 +86,8 @@ def score(found: Sequence[Found], route: Route, config: RouterConfig) -> list[Fo
             value *= 1 + config.time_range_boost
             parts.append(f"within {route.time_range.expression}")
         if signals.get("current", 1.0) == 0.0:
+            if f.successor is not None and value > lent.get(f.successor, (0.0, ""))[0]:
+                lent[f.successor] = (value, item.id)
             value *= config.superseded_factor
             parts.append("superseded by a newer version")
         if (
@@ -93,7 +101,20 @@ def score(found: Sequence[Found], route: Route, config: RouterConfig) -> list[Fo
             parts.append(f"layer weight {weight:g}")
         why = f"{item.why}; {', '.join(parts)}" if item.why else ", ".join(parts)
         scored.append(Found(item.scored(value, why, signals), f.vector, f.successor, f.thread))
-    return scored
+    return [_lent(f, lent) for f in scored] if lent else scored
+
+
+def _lent(found: Found, lent: dict[str, tuple[float, str]]) -> Found:
+    """``found`` scored at least what its best superseded version found would score
+    unfactored (``lent``: by current version, that score and the old version's id)."""
+    item = found.item
+    value, old = lent.get(item.id, (0.0, ""))
+    if value <= item.score:
+        return found
+    why = f"{item.why}; the current version of {old}, which matches the question"
+    return Found(
+        item.scored(value, why, dict(item.signals)), found.vector, found.successor, found.thread
+    )
 
 
 def _recency(found: Sequence[Found]) -> dict[int, float]:

@@ -542,4 +542,6 @@ MIGRATIONS: list[Migration] = [
     Migration("0010_fulltext_in_python", FULLTEXT_IN_PYTHON),
     Migration("0011_token_counts", TOKEN_COUNTS, (EPISODE_TOKENS_REBUILD, CHUNK_TOKENS_REBUILD)),
     Migration("0012_dashboard_sessions", DASHBOARD_SESSIONS),
+    # A version's full text holds its subject and its earlier versions' words: index again.
+    Migration("0013_semantic_fulltext_versions", "", (SEMANTIC_FULLTEXT_REBUILD,)),
 ]

@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from omoide.storage.migrations import Migration
+from omoide.storage.migrations import SEMANTIC_FULLTEXT_REBUILD, Migration
 from omoide.storage.pg_bm25 import BM25_FREQUENCIES_FROM_MATCHES, BM25_QUERY_LEXEMES_ONLY
 from omoide.storage.pg_guards import GUARDS, TRUNCATE_GUARDS
 
@@ -438,4 +438,6 @@ PG_MIGRATIONS: list[Migration] = [
     ScriptMigration("pg-0004-dashboard-sessions", _DASHBOARD_SESSIONS),  # SQLite's 0012
     ScriptMigration("pg-0005-bm25-query-lexemes", BM25_QUERY_LEXEMES_ONLY),
     ScriptMigration("pg-0006-bm25-frequencies-from-matches", BM25_FREQUENCIES_FROM_MATCHES),
+    # SQLite's 0013: a version's full text holds its subject and earlier versions' words.
+    ScriptMigration("pg-0007-semantic-fulltext-versions", "SELECT 1", (SEMANTIC_FULLTEXT_REBUILD,)),
 ]

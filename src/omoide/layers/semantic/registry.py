@@ -7,9 +7,9 @@ ChromaDB holds the chunk vectors of each document; the ``semantic_docs`` table h
 whole document, its owner, scope, lifecycle state, versions and access statistics, and is
 the truth when the two disagree (:mod:`omoide.layers.semantic.store` brings Chroma in line).
 Its full text is indexed in ``semantic_docs_fts``, analysed in Python
-(:func:`omoide.text.fulltext.index_text`) and written by :func:`sync_fulltext` in the
-transaction that writes the document, so documents are found by their words as well as by
-their meaning.
+(:func:`omoide.text.fulltext.index_text`) and written by
+:func:`~omoide.layers.semantic.fulltext_rows.sync_fulltext` in the transaction that writes
+the document, so documents are found by their words as well as by their meaning.
 
 :class:`DocumentRegistry` reads and writes that table for
 :class:`~omoide.layers.semantic.store.SemanticStore` and for the pipelines (lifecycle,
@@ -28,12 +28,12 @@ from typing import Any
 from omoide.clock import Clock, from_timestamp, to_timestamp
 from omoide.core.models import SemanticDocument
 from omoide.core.scope import reader_predicate
+from omoide.layers.semantic.fulltext_rows import rebuild_fulltext, sync_fulltext
 from omoide.layers.semantic.matches import matches
 from omoide.storage import Database
 from omoide.storage.migrations import SEMANTIC_FULLTEXT_REBUILD
-from omoide.text.fulltext import index_text
 
-__all__ = ["DocumentRegistry", "document", "rebuild_fulltext", "sync_fulltext"]
+__all__ = ["DocumentRegistry", "document"]
 
 #: The states in which a document is searchable.
 SEARCHABLE = ("active", "compressed")
@@ -304,10 +304,12 @@ class DocumentRegistry:
             "UPDATE semantic_docs SET superseded_by=?, superseded_at=? WHERE collection=? AND id=?",
             [(doc_id, now, collection, old) for old in older],
         )
+        sync_fulltext(conn, [self.rowid(conn, collection, doc_id)])  # its version's words
         return older
 
     def insert_rows(self, conn: sqlite3.Connection, rows: Iterable[Mapping[str, Any]]) -> None:
         """Insert whole registry rows (an import), with their full text."""
+        inserted = []
         for row in rows:
             names = list(row)
             cur = conn.execute(
@@ -315,7 +317,8 @@ class DocumentRegistry:
                 f"VALUES ({', '.join('?' * len(names))}) RETURNING rowid",
                 [row[n] for n in names],
             )
-            sync_fulltext(conn, [int(cur.fetchall()[0][0])])
+            inserted.append(int(cur.fetchall()[0][0]))
+        sync_fulltext(conn, inserted)  # once all are in: a version's text holds the earlier
 
     def rows(self, collection: str, doc_ids: Sequence[str]) -> list[Any]:
         """The registry rows of these documents (those that exist), in batches of 500."""
@@ -488,25 +491,6 @@ class DocumentRegistry:
                 "WHERE collection = ? AND id = ?",
                 [(now, collection, d) for d in dict.fromkeys(doc_ids)],
             )
-
-
-def sync_fulltext(conn: sqlite3.Connection, rowids: Iterable[int]) -> None:
-    """Write the full-text rows of ``rowids`` from their current content (a row that is gone
-    loses its full text). Call inside the transaction that wrote or deleted the rows."""
-    for rowid in dict.fromkeys(rowids):
-        conn.execute("DELETE FROM semantic_docs_fts WHERE rowid = ?", (rowid,))
-        row = conn.execute("SELECT content FROM semantic_docs WHERE rowid = ?", (rowid,)).fetchone()
-        if row is not None:
-            conn.execute(
-                "INSERT INTO semantic_docs_fts(rowid, body) VALUES (?, ?)",
-                (rowid, index_text(row[0])),
-            )
-
-
-def rebuild_fulltext(conn: sqlite3.Connection) -> None:
-    """Index the full text of every document (the rebuild migration 0007 requests)."""
-    conn.execute("DELETE FROM semantic_docs_fts")
-    sync_fulltext(conn, [int(r[0]) for r in conn.execute("SELECT rowid FROM semantic_docs")])
 
 
 def document(row: Any) -> SemanticDocument:

@@ -63,9 +63,10 @@ from omoide.errors import (
 from omoide.layers.semantic.cache import InformationCache
 from omoide.layers.semantic.chunks import LIVE_STATES, MAX_REWRITES, Plan, write_chunks
 from omoide.layers.semantic.counts import CHUNK_TOKENS_META, recount_chunks
+from omoide.layers.semantic.fulltext_rows import later_versions, sync_fulltext
 from omoide.layers.semantic.mirror import MirroredCollection
 from omoide.layers.semantic.query import DocumentQueries
-from omoide.layers.semantic.registry import DocumentRegistry, sync_fulltext
+from omoide.layers.semantic.registry import DocumentRegistry
 from omoide.providers.chunking import chunk_text
 from omoide.providers.embeddings import Embedder
 from omoide.providers.tokens import TokenCounter, default_token_counter
@@ -423,7 +424,8 @@ class SemanticStore(DocumentQueries):
                             "AND state='deleting'",
                             (collection, row["id"]),
                         )
-                        sync_fulltext(conn, [int(row["rowid"])])
+                        # Its words leave the full text of its later versions too.
+                        sync_fulltext(conn, [int(row["rowid"]), *later_versions(conn, row)])
 
     def delete(self, collection: str, ids: Sequence[str]) -> int:
         """Delete documents (and their chunks); return how many existed.
