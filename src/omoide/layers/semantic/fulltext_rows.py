@@ -66,7 +66,7 @@ def later_versions(conn: sqlite3.Connection, row: Any) -> list[int]:
                 row["subject"],
                 row["scope"],
                 row["agent_name"],
-                row["version"] or 0,
+                row["version"],
             ),
         )
     ]
