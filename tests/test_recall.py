@@ -11,6 +11,7 @@ from omoide.core.models import LAYERS
 from omoide.errors import UnknownLayerError, ValidationError
 from omoide.recall.route import route
 from omoide.text.fulltext import content_terms, coverage
+from omoide.text.lexicon import cross_share
 from omoide.text.relevance import relevance, word_share
 from omoide.text.timeexpr import find_time_range
 
@@ -635,8 +636,9 @@ def test_documents_are_found_and_ranked_by_their_words(mem: Memory) -> None:
 
 
 def test_a_text_in_another_language_is_judged_by_its_meaning(mem: Memory) -> None:
-    """A document in the other language cannot share the question's words: its relevance is
-    its meaning squared (a close translation keeps most of it, a vague likeness little) or,
+    """A document in the other language cannot share the question's words: its words signal
+    is the share of them it holds translated (omoide.text.lexicon), and its relevance its
+    meaning squared (a close translation keeps most of it, a vague likeness little) or,
     where that is higher, the mean of words and meaning any text gets."""
     docs = {
         "oncall-ja": "on-call当番は週替わりの4人体制とする。",
@@ -650,9 +652,10 @@ def test_a_text_in_another_language_is_judged_by_its_meaning(mem: Memory) -> Non
     )
     items = {i.id.split("/", 1)[1]: i for i in other.items}
     english = items["rotation-en"]
-    assert english.signals["words"] == 0.0
+    words = english.signals["words"]
+    assert words == cross_share(question, docs["rotation-en"]) > 0  # 当番: on duty, on call
     meaning = english.signals["meaning"]
-    expected = max(meaning * meaning, meaning / 2)
+    expected = max(meaning * meaning, (words + meaning) / 2)
     assert english.signals["relevance"] == pytest.approx(expected, abs=1e-6)
     hiring = items.get("hiring-ja")
     if hiring is not None:  # same language: words and meaning averaged

@@ -89,8 +89,10 @@ def test_a_question_in_one_language_finds_a_document_in_the_other(notes: Memory)
     english = notes.recall("How much of my cafeteria lunch does the company pay?", agent_name="kb")
     assert english.ids()[0] == "knowledge/lunch"
     top = english.items[0]
-    meaning = top.signals["meaning"]  # by meaning alone, squared (it shares no word)
-    assert top.signals["relevance"] == pytest.approx(max(meaning * meaning, meaning / 2))
+    # It shares no word, but holds some translated (社員食堂: cafeteria; 会社: company).
+    meaning, words = top.signals["meaning"], top.signals["words"]
+    assert words > 0
+    assert top.signals["relevance"] == pytest.approx(max(meaning * meaning, (words + meaning) / 2))
     japanese = notes.recall("VPNにログインするには何が必要？", agent_name="kb")
     assert japanese.ids()[0] == "knowledge/vpn"
 

@@ -13,8 +13,10 @@ rates relevance with :func:`relevance`, from two signals in [0, 1]:
 
 Relevance is their weighted mean, ``(words + dense_weight × meaning) / (1 + dense_weight)``,
 except for a text in another language than the question (:func:`same_language`): it cannot be
-expected to share the question's words, so its relevance is its meaning squared, or the mean
-when the words it does share (a name, a number, an identifier) make that higher. Squared,
+expected to share the question's words, so its words signal is the share of the question's
+words whose translation it holds (:func:`~omoide.text.lexicon.cross_share`, through a
+bundled Japanese-English word list), and its relevance is its meaning squared, or the mean
+when the words it holds (translated, or a name, a number, an identifier) make that higher. Squared,
 because meaning alone is less evidence than words and meaning that agree: a translation of
 the answer (meaning 0.9) keeps most of it (0.81), a vague likeness (0.4) no more than a text
 in the question's language without its words gets (half its meaning, 0.2). (The embedder
@@ -33,9 +35,11 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
 from omoide.text.fulltext import content_terms, term_key
+from omoide.text.lexicon import cross_share
 
 __all__ = [
     "languages",
+    "main_script",
     "prior",
     "rate",
     "relevance",
@@ -74,6 +78,22 @@ def _scripts(sample: str) -> frozenset[str]:
     if latin / letters >= SCRIPT_SHARE or cjk == 0:
         found.add("latin")
     return frozenset(found)
+
+
+def main_script(text: str) -> frozenset[str]:
+    """The script most of a text's letters (of its first 400 characters) are in: of
+    :func:`languages`, the one a text holding both is mostly written in."""
+    return _main_script(text[:400])
+
+
+@lru_cache(maxsize=16_384)
+def _main_script(sample: str) -> frozenset[str]:
+    sample = unicodedata.normalize("NFKC", sample)
+    cjk = len(_CJK.findall(sample))
+    latin = len(_LATIN.findall(sample))
+    if cjk + latin == 0:
+        return frozenset()
+    return frozenset({"cjk" if cjk >= latin else "latin"})
 
 
 def scripts_present(text: str) -> frozenset[str]:
@@ -152,6 +172,8 @@ def rate(
     for score, words_of, similar, text in zip(bm25, analysed, meaning, texts, strict=True):
         words = words_signal(score, best, word_share(terms, words_of))
         comparable = same_language(asked, languages(text))
+        if not comparable:  # its words are the question's words it holds translated
+            words = max(words, cross_share(query, text))
         rated.append(
             (words, relevance(words, similar, dense_weight=dense_weight, comparable=comparable))
         )

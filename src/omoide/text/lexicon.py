@@ -1,0 +1,180 @@
+"""Words across languages: which of a question's words a text in the other language holds.
+
+A question in English about a text in Japanese (or the reverse) cannot share its words, and
+by meaning alone the bundled multilingual model often rates an answer in the other language
+below a text in the question's language on the same topic (:mod:`omoide.text.relevance`).
+A bilingual word list gives the words signal back to such texts: a Japanese word of the
+question counts as held by an English text when one of its English glosses is there, and an
+English word by a Japanese text when one of the Japanese words glossed by it alone is there.
+
+The word list is the common entries of JMdict (``lexicon-ja-en.tsv.gz``, built by
+``tools/build_lexicon.py``; © the Electronic Dictionary Research and Development Group,
+Creative Commons Attribution-ShareAlike 4.0): about 31,000 Japanese forms with the English
+glosses of their first three senses. Japanese is split into its words by the longest form
+of the list at each position (a word of a text is found as a word, not inside a longer one:
+"pass" is not in パスワード); English words compare whole, with or without an inflection
+("fonts" holds "font"; a prefix would let "everything" stand for "every").
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+import unicodedata
+from functools import lru_cache
+from importlib import resources
+
+from omoide.text.fulltext import STOP_WORDS, content_terms
+
+__all__ = ["cross_share", "japanese_words"]
+
+_CJK_RUN = re.compile(r"[\u3005\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]+")
+_HIRAGANA = re.compile(r"^[\u3040-\u309f]+$")
+_KANA_OR_KANJI = re.compile(r"[\u3005\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]")
+_ENGLISH_WORD = re.compile(r"[a-z]+")
+_PARENTHESES = re.compile(r"\([^)]*\)")
+#: Words of glosses that say nothing of the meaning ("to do something (esp. ...)").
+_GLOSS_FILLER = frozenset(
+    {
+        "to",
+        "one",
+        "oneself",
+        "something",
+        "someone",
+        "somebody",
+        "thing",
+        "person",
+        "etc",
+        "esp",
+        "e",
+        "g",
+        "be",
+        "get",
+        "make",
+        "do",
+        "one's",
+        "kind",
+        "sort",
+    }
+)
+#: A Japanese form glossed by at most this many English words stands for each of them.
+_REVERSE_WORDS = 2
+
+
+class _Lexicon:
+    """The word list, read once: Japanese form → English keys, English key → Japanese forms."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self.english: dict[str, frozenset[str]] = {}
+        reverse: dict[str, set[str]] = {}
+        for line in lines:
+            form, _, glosses = line.rstrip("\n").partition("\t")
+            keys: set[str] = set()
+            for gloss in glosses.split("; "):
+                words = _gloss_keys(gloss)
+                keys |= words
+                # Only a short gloss says what the form *is*; a long one describes it.
+                if 0 < len(words) <= _REVERSE_WORDS and (
+                    len(form) > 1 or not _HIRAGANA.match(form)
+                ):
+                    for key in words:
+                        reverse.setdefault(key, set()).add(form)
+            if keys:
+                self.english[form] = frozenset(keys)
+        # The lengths of the forms starting with each character, longest first.
+        lengths: dict[str, set[int]] = {}
+        for form in self.english:
+            lengths.setdefault(form[0], set()).add(len(form))
+        self.lengths = {c: tuple(sorted(n, reverse=True)) for c, n in lengths.items()}
+        # A single kanji or kana stands inside too many unrelated words to be looked for alone.
+        self.japanese = {
+            key: tuple(sorted(f for f in forms if len(f) > 1)) for key, forms in reverse.items()
+        }
+
+
+def _gloss_keys(gloss: str) -> set[str]:
+    words = _ENGLISH_WORD.findall(_PARENTHESES.sub(" ", gloss.lower()))
+    return {
+        _stem(w) for w in words if len(w) > 1 and w not in STOP_WORDS and w not in _GLOSS_FILLER
+    }
+
+
+def _stem(word: str) -> str:
+    """A gloss word as the word list keeps it: whole, lower-cased, "-ies" read as "-y"."""
+    return word[:-3] + "y" if len(word) > 4 and word.endswith("ies") else word
+
+
+@lru_cache(maxsize=65_536)
+def _forms(word: str) -> frozenset[str]:
+    """The forms an English word of a text or question may take in a gloss: itself and
+    itself without an inflection (fonts → font, closed → close and clos, boxes → box).
+    Whole words, not prefixes: a prefix would let "everything" stand for "every"."""
+    forms = {word, _stem(word)}
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        forms.add(word[:-1])
+        if word.endswith("es"):
+            forms.add(word[:-2])
+    if len(word) > 5 and word.endswith("ing"):
+        forms |= {word[:-3], word[:-3] + "e"}
+    if len(word) > 4 and word.endswith("ed"):
+        forms |= {word[:-2], word[:-1]}
+    return frozenset(forms)
+
+
+@lru_cache(maxsize=1)
+def _lexicon() -> _Lexicon:
+    data = resources.files("omoide.text").joinpath("lexicon-ja-en.tsv.gz").read_bytes()
+    return _Lexicon(gzip.decompress(data).decode("utf-8").splitlines())
+
+
+@lru_cache(maxsize=1024)
+def japanese_words(text: str) -> tuple[str, ...]:
+    """The distinct words of the word list in ``text``'s Japanese, longest first at each
+    position; hiragana-only words (particles, endings) left out."""
+    lexicon = _lexicon()
+    known = lexicon.english
+    found: dict[str, None] = {}
+    for run in _CJK_RUN.findall(unicodedata.normalize("NFKC", text)):
+        i = 0
+        while i < len(run):
+            for length in lexicon.lengths.get(run[i], ()):
+                word = run[i : i + length]
+                if word in known:
+                    if not _HIRAGANA.match(word):
+                        found[word] = None
+                    i += length
+                    break
+            else:
+                i += 1
+    return tuple(found)
+
+
+@lru_cache(maxsize=1024)
+def _english_keys(text: str) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(t for t in content_terms(text) if t.isascii() and t.isalpha()))
+
+
+def cross_share(question: str, text: str) -> float:
+    """Share of the question's words whose translation ``text`` holds, when one of them is
+    written in Japanese and the other in English (0 otherwise, or when the question has no
+    word the list knows)."""
+    lexicon = _lexicon()
+    question_is_japanese = bool(_KANA_OR_KANJI.search(question))
+    text = unicodedata.normalize("NFKC", text).lower()
+    if question_is_japanese:
+        words = [w for w in japanese_words(question) if w in lexicon.english]
+        if not words:
+            return 0.0
+        english: set[str] = set()
+        for w in _ENGLISH_WORD.findall(text):
+            english |= _forms(w)
+        return sum(1 for w in words if lexicon.english[w] & english) / len(words)
+    keys = _english_keys(question)
+    if not keys:
+        return 0.0
+    present = set(japanese_words(text))
+
+    def translated(word: str) -> bool:
+        return any(present.intersection(lexicon.japanese.get(f, ())) for f in _forms(word))
+
+    return sum(1 for k in keys if translated(k)) / len(keys)

@@ -1,0 +1,71 @@
+"""Words across languages: the bundled JMdict word list and what it lends recall."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from omoide import ManualClock, Memory
+from omoide.text.lexicon import cross_share, japanese_words
+from omoide.text.relevance import main_script
+
+
+def test_japanese_is_split_into_the_longest_words_the_list_knows() -> None:
+    words = japanese_words("夜のシフトの申し送りについて、現場の責任者から何と言われた？")
+    assert {"夜", "シフト", "現場", "責任者"} <= set(words)
+    # Particles and endings written in hiragana alone are not words of a question.
+    assert "の" not in words and "について" not in words
+
+
+def test_a_japanese_question_holds_the_english_words_of_its_answer() -> None:
+    question = "夜のシフトの申し送りについて、現場の責任者から何と言われた？"
+    answer = "Site manager's view on night shift handover: leave a printed list, please."
+    assert cross_share(question, answer) >= 0.4
+    assert cross_share(question, "Freight bill BL-2256 settled: ¥714,000.") == 0.0
+
+
+def test_an_english_question_holds_the_japanese_words_of_its_answer() -> None:
+    question = "How do I reserve a conference room?"
+    answer = "会議室は社内ポータルから予約してください。"
+    # "conference" and "room" (会議室); "reserve" is not "reservation" (予約) to it.
+    assert cross_share(question, answer) == 2 / 3
+    assert cross_share(question, "経費精算は翌月5日までに提出してください。") == 0.0
+
+
+def test_words_match_whole_and_inflected() -> None:
+    """A Japanese word is looked for as a word of the text, not inside a longer one: "pass"
+    (パス) is not in パスワード; English words compare without their inflection (書体 is
+    glossed "typeface", the text says "typefaces")."""
+    assert cross_share("What should I do if I lose my pass?", "パスワードを変更する。") == 0.0
+    assert cross_share("書体は？", "Only typefaces from the approved list may be used.") == 1.0
+
+
+def test_texts_in_one_language_are_not_matched_through_the_list() -> None:
+    assert cross_share("会議室の予約", "会議室は予約制です。") == 0.0
+    assert cross_share("room booking", "Rooms are booked online.") == 0.0
+
+
+def test_a_text_s_main_script_is_the_one_most_of_its_letters_are_in() -> None:
+    assert main_script("来週以降、運行会議はroom C-310でやります。") == {"cjk"}
+    assert main_script("Reminder: the weekly ops sync is in room B-204.") == {"latin"}
+    assert main_script("12:30") == frozenset()
+
+
+def test_recall_finds_the_answer_in_the_other_language_by_its_words(tmp_path: Path) -> None:
+    """An English question for a Japanese knowledge base: the document holding the
+    translations of its words comes first, and they are its words signal."""
+    docs = {
+        "rooms": "会議室は社内ポータルから予約し、使い終わったらホワイトボードを消してください。",
+        "expenses": "経費精算は翌月5日までに領収書を添えて提出してください。",
+        "printer": "3階のプリンターで紙が詰まったら、総務部に連絡してください。",
+        "badge": "入館証を紛失した場合は、すぐに総務部に連絡してください。",
+    }
+    with Memory(tmp_path, clock=ManualClock()) as mem:
+        mem.semantic.store("knowledge", list(docs.values()), ids=list(docs), agent_name="kb")
+        first = mem.recall("Where do I book a conference room?", agent_name="kb").items[0]
+        assert first.id == "knowledge/rooms"
+        assert first.signals["words"] >= 0.5
+        words = {
+            i.id: i.signals["words"]
+            for i in mem.recall("Who do I tell when the printer jams?", agent_name="kb").items
+        }
+        assert words["knowledge/printer"] > words.get("knowledge/expenses", 0.0)
