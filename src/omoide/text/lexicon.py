@@ -21,6 +21,7 @@ from __future__ import annotations
 import gzip
 import re
 import unicodedata
+from collections.abc import Sequence
 from functools import lru_cache
 from importlib import resources
 
@@ -149,32 +150,41 @@ def japanese_words(text: str) -> tuple[str, ...]:
     return tuple(found)
 
 
-@lru_cache(maxsize=1024)
-def _english_keys(text: str) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(t for t in content_terms(text) if t.isascii() and t.isalpha()))
+@lru_cache(maxsize=256)
+def _translations(question: str) -> tuple[bool, int, dict[str, frozenset[int]]]:
+    """What a question's words are looked for as in a text of the other language, read once
+    per question: whether it is Japanese, how many words it has that the list knows, and
+    each translation → the positions of the question's words it translates."""
+    lexicon = _lexicon()
+    wanted: dict[str, set[int]] = {}
+    if _KANA_OR_KANJI.search(question):
+        words: Sequence[str] = [w for w in japanese_words(question) if w in lexicon.english]
+        for i, word in enumerate(words):
+            for key in lexicon.english[word]:
+                wanted.setdefault(key, set()).add(i)
+        return True, len(words), {k: frozenset(v) for k, v in wanted.items()}
+    words = [t for t in dict.fromkeys(content_terms(question)) if t.isascii() and t.isalpha()]
+    for i, word in enumerate(words):
+        for form in _forms(word):
+            for japanese in lexicon.japanese.get(form, ()):
+                wanted.setdefault(japanese, set()).add(i)
+    return False, len(words), {k: frozenset(v) for k, v in wanted.items()}
 
 
 def cross_share(question: str, text: str) -> float:
     """Share of the question's words whose translation ``text`` holds, when one of them is
     written in Japanese and the other in English (0 otherwise, or when the question has no
     word the list knows)."""
-    lexicon = _lexicon()
-    question_is_japanese = bool(_KANA_OR_KANJI.search(question))
-    text = unicodedata.normalize("NFKC", text).lower()
-    if question_is_japanese:
-        words = [w for w in japanese_words(question) if w in lexicon.english]
-        if not words:
-            return 0.0
-        english: set[str] = set()
-        for w in _ENGLISH_WORD.findall(text):
-            english |= _forms(w)
-        return sum(1 for w in words if lexicon.english[w] & english) / len(words)
-    keys = _english_keys(question)
-    if not keys:
+    japanese, count, wanted = _translations(question)
+    if not count or not wanted:
         return 0.0
-    present = set(japanese_words(text))
-
-    def translated(word: str) -> bool:
-        return any(present.intersection(lexicon.japanese.get(f, ())) for f in _forms(word))
-
-    return sum(1 for k in keys if translated(k)) / len(keys)
+    text = unicodedata.normalize("NFKC", text)
+    held: set[int] = set()
+    if japanese:
+        for word in set(_ENGLISH_WORD.findall(text.lower())):
+            for form in _forms(word):
+                held |= wanted.get(form, frozenset())
+    elif any(form in text for form in wanted):  # only then is the text split into words
+        for word in japanese_words(text):
+            held |= wanted.get(word, frozenset())
+    return len(held) / count
