@@ -87,7 +87,9 @@ class _Lexicon:
         for form in self.english:
             lengths.setdefault(form[0], set()).add(len(form))
         self.lengths = {c: tuple(sorted(n, reverse=True)) for c, n in lengths.items()}
-        # A single kanji or kana stands inside too many unrelated words to be looked for alone.
+        # An English word is looked for as Japanese words of two characters or more: a single
+        # kanji occurs in most texts, each of which would then be split into words (allowing
+        # them changed no answer of the fleets or the bilingual set).
         self.japanese = {
             key: tuple(sorted(f for f in forms if len(f) > 1)) for key, forms in reverse.items()
         }
