@@ -6,7 +6,6 @@ from pathlib import Path
 
 from omoide import ManualClock, Memory
 from omoide.text.lexicon import cross_share, japanese_words
-from omoide.text.relevance import main_script
 
 
 def test_japanese_is_split_into_the_longest_words_the_list_knows() -> None:
@@ -42,12 +41,6 @@ def test_words_match_whole_and_inflected() -> None:
 def test_texts_in_one_language_are_not_matched_through_the_list() -> None:
     assert cross_share("会議室の予約", "会議室は予約制です。") == 0.0
     assert cross_share("room booking", "Rooms are booked online.") == 0.0
-
-
-def test_a_text_s_main_script_is_the_one_most_of_its_letters_are_in() -> None:
-    assert main_script("来週以降、運行会議はroom C-310でやります。") == {"cjk"}
-    assert main_script("Reminder: the weekly ops sync is in room B-204.") == {"latin"}
-    assert main_script("12:30") == frozenset()
 
 
 def test_recall_finds_the_answer_in_the_other_language_by_its_words(tmp_path: Path) -> None:

@@ -80,7 +80,7 @@ from omoide.recall.sources import Found
 from omoide.recall.statements import analysed, other_values, worded_alike
 from omoide.text.fulltext import content_terms
 from omoide.text.identifiers import identifier_tokens, names_another
-from omoide.text.relevance import languages, main_script, prior, same_language, word_share
+from omoide.text.relevance import languages, prior, same_language, word_share
 
 __all__ = ["Cut", "cut"]
 
@@ -210,9 +210,7 @@ def _restated(
     """The ``candidates`` that pass the floor, with each newer restatement of one of them
     (it is the current statement of what that item says), newer statements first."""
     similar = _similarity(candidates, embedder)
-    # One language a text: a Japanese sentence naming "room C-310" states its fact in
-    # Japanese, and its English restatement is held to the bar across languages.
-    scripts = [main_script(f.item.text) for f in candidates]
+    scripts = [languages(f.item.text) for f in candidates]
     alike = _with_sources(candidates, _alike(candidates, scripts, similar, how))
     holds = _may_restate(candidates, scripts, query, how.restated_relevance)
     kept = _with_restatements(candidates, [passes(f) for f in candidates], alike, holds)

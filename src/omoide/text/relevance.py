@@ -39,7 +39,6 @@ from omoide.text.lexicon import cross_share
 
 __all__ = [
     "languages",
-    "main_script",
     "prior",
     "rate",
     "relevance",
@@ -78,22 +77,6 @@ def _scripts(sample: str) -> frozenset[str]:
     if latin / letters >= SCRIPT_SHARE or cjk == 0:
         found.add("latin")
     return frozenset(found)
-
-
-def main_script(text: str) -> frozenset[str]:
-    """The script most of a text's letters (of its first 400 characters) are in: of
-    :func:`languages`, the one a text holding both is mostly written in."""
-    return _main_script(text[:400])
-
-
-@lru_cache(maxsize=16_384)
-def _main_script(sample: str) -> frozenset[str]:
-    sample = unicodedata.normalize("NFKC", sample)
-    cjk = len(_CJK.findall(sample))
-    latin = len(_LATIN.findall(sample))
-    if cjk + latin == 0:
-        return frozenset()
-    return frozenset({"cjk" if cjk >= latin else "latin"})
 
 
 def scripts_present(text: str) -> frozenset[str]:
