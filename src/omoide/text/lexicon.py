@@ -74,10 +74,12 @@ class _Lexicon:
             for gloss in glosses.split("; "):
                 words = _gloss_keys(gloss)
                 keys |= words
-                # Only a short gloss says what the form *is*; a long one describes it.
-                if 0 < len(words) <= _REVERSE_WORDS and (
-                    len(form) > 1 or not _HIRAGANA.match(form)
-                ):
+                # Only a short gloss says what the form *is*; a long one describes it. An
+                # English word is looked for as Japanese words of two characters or more that
+                # text is split into: a single kanji occurs in most texts, each of which would
+                # then be split (allowing them changed no answer of the fleets or the
+                # bilingual set), and a hiragana-only word is never one of a text's words.
+                if 0 < len(words) <= _REVERSE_WORDS and len(form) > 1 and not _HIRAGANA.match(form):
                     for key in words:
                         reverse.setdefault(key, set()).add(form)
             if keys:
@@ -87,12 +89,7 @@ class _Lexicon:
         for form in self.english:
             lengths.setdefault(form[0], set()).add(len(form))
         self.lengths = {c: tuple(sorted(n, reverse=True)) for c, n in lengths.items()}
-        # An English word is looked for as Japanese words of two characters or more: a single
-        # kanji occurs in most texts, each of which would then be split into words (allowing
-        # them changed no answer of the fleets or the bilingual set).
-        self.japanese = {
-            key: tuple(sorted(f for f in forms if len(f) > 1)) for key, forms in reverse.items()
-        }
+        self.japanese = {key: tuple(sorted(forms)) for key, forms in reverse.items()}
 
 
 def _gloss_keys(gloss: str) -> set[str]:
