@@ -6,6 +6,7 @@ from pathlib import Path
 
 from omoide import ManualClock, Memory
 from omoide.text.lexicon import cross_share, japanese_words
+from omoide.text.relevance import writing, written_alike
 
 
 def test_japanese_is_split_into_the_longest_words_the_list_knows() -> None:
@@ -41,6 +42,20 @@ def test_words_match_whole_and_inflected() -> None:
 def test_texts_in_one_language_are_not_matched_through_the_list() -> None:
     assert cross_share("会議室の予約", "会議室は予約制です。") == 0.0
     assert cross_share("room booking", "Rooms are booked online.") == 0.0
+
+
+def test_two_texts_are_in_one_language_when_each_writes_the_other_s_main_script() -> None:
+    """A Japanese sentence naming a Latin room code is not in English's language (English
+    holds none of its Japanese); two texts mixing both scripts are in one."""
+    japanese = writing("来週以降、運行会議はroom C-310でやります。")
+    english = writing("Reminder: the weekly ops sync is in room B-204.")
+    assert japanese.main == {"cjk"} and english.main == {"latin"}
+    assert not written_alike(japanese, english)
+    assert written_alike(japanese, writing("定例会議は月曜日です。"))
+    mixed = writing("supportの決定: Q2 on-callは「a weekly rotation of four people」とする。")
+    assert mixed.main == {"latin"}
+    assert written_alike(mixed, writing("決定: サポートは4 hours以内に顧客へ返信する。"))
+    assert written_alike(writing("12:30"), english)
 
 
 def test_recall_finds_the_answer_in_the_other_language_by_its_words(tmp_path: Path) -> None:

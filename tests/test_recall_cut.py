@@ -458,3 +458,36 @@ def test_a_fact_stated_at_another_value_in_the_other_language_is_its_newer_state
         found = _across(newer, meaning, 0.32)
         ids = [f.item.id for f in cut(found, how, HashEmbedder(8), question)]
         assert ids == (["new", "old"] if restated else ["old"]), (newer, across, meaning)
+
+
+def test_a_japanese_sentence_naming_a_latin_code_restates_across_languages() -> None:
+    """A Japanese sentence naming "room C-310" states its fact in Japanese: as the newer
+    statement of an English one it is held to the bars across languages (values of one kind
+    0.3 alike), which the model's 0.45 passes, not to those within one language (0.5)."""
+    how = dataclasses.replace(
+        HOW,
+        restated_similarity=0.8,
+        restated_across_languages=0.5,
+        restated_values=0.5,
+        restated_values_across=0.3,
+    )
+    question = "運行ミーティングってどこでやってる？"
+    older = "The weekly operations meeting is held in room B-204."
+    for newer, restated in (
+        ("来週以降、運行会議はroom C-310でやります。", True),
+        ("From next week the operations meeting is held in room C-310.", False),
+    ):
+        assert _newer_restates(question, older, newer, 0.45, how) is restated, newer
+
+
+def test_across_languages_a_bare_number_is_no_value_of_a_kind() -> None:
+    """A number without a unit of its own ("84", the "4" of "4 hours") takes its kind from a
+    word, written in each text's language: across languages two such numbers are not one
+    fact at two values, while times, codes and amounts with their unit still are."""
+    score = "support finished a task with quality score 84."
+    reply = "決定: サポートは4 hours以内に顧客へ返信する。"
+    assert other_values(score, reply)
+    assert not other_values(score, reply, across=True)
+    assert other_values("点呼の開始は06:45です。", "Roll call now starts at 07:15.", across=True)
+    assert other_values("時間外は月45hまで。", "Overtime cap: 36h a month.", across=True)
+    assert other_values("会議はroom B-204。", "The meeting is in room C-310.", across=True)

@@ -13,7 +13,10 @@ Items are ranked by score. Then, in order:
   :attr:`Route.present <omoide.recall.route.Route.present>`): of two items saying the same
   thing (their embeddings at least that similar, calibrated; at least
   ``router.restated_similarity_across_languages`` for two texts in different languages, which
-  the model rates less alike than two wordings in one), the newer is the current
+  the model rates less alike than two wordings in one; two texts are in one language when
+  each has letters of the script the other is mostly written in,
+  :func:`~omoide.text.relevance.written_alike`: "来週以降、運行会議はroom C-310でやります。"
+  is not in an English sentence's), the newer is the current
   statement and moves right above the older one, and above the items of the older one's
   thread (``context["thread"]``, else its ``session_id``: one conversation) ranked right
   above it, the rest of that conversation's account of the fact — when it keeps the values
@@ -29,7 +32,8 @@ Items are ranked by score. Then, in order:
   value when at least ``router.restated_values`` alike ("時間外労働は月40hまでとします。"
   and "今後、時間外は月36hまでに抑えてください。", 0.62) — in different languages
   ``router.restated_values_across_languages``, as the model rates a restatement in the
-  other language as alike as unrelated text.
+  other language as alike as unrelated text (there a bare number has no kind: its unit is
+  a word of each text's language, and a score of ``84`` is no reply time of ``4`` hours).
   A newer item restates nothing the question asks when it answers the question much less
   well (its relevance under ``router.restated_relevance`` of the older one's; across
   languages its meaning, as a statement in the other language holds none of the
@@ -80,7 +84,14 @@ from omoide.recall.sources import Found
 from omoide.recall.statements import analysed, other_values, worded_alike
 from omoide.text.fulltext import content_terms
 from omoide.text.identifiers import identifier_tokens, names_another
-from omoide.text.relevance import languages, prior, same_language, word_share
+from omoide.text.relevance import (
+    Writing,
+    languages,
+    prior,
+    word_share,
+    writing,
+    written_alike,
+)
 
 __all__ = ["Cut", "cut"]
 
@@ -210,7 +221,9 @@ def _restated(
     """The ``candidates`` that pass the floor, with each newer restatement of one of them
     (it is the current statement of what that item says), newer statements first."""
     similar = _similarity(candidates, embedder)
-    scripts = [languages(f.item.text) for f in candidates]
+    # A Japanese sentence naming "room C-310" states its fact in Japanese, and its English
+    # restatement is held to the bar across languages (:func:`written_alike`).
+    scripts = [writing(f.item.text) for f in candidates]
     alike = _with_sources(candidates, _alike(candidates, scripts, similar, how))
     holds = _may_restate(candidates, scripts, query, how.restated_relevance)
     kept = _with_restatements(candidates, [passes(f) for f in candidates], alike, holds)
@@ -225,7 +238,7 @@ def _restated(
 
 
 def _may_restate(
-    found: Sequence[Found], scripts: Sequence[frozenset[str]], query: str, relevance: float
+    found: Sequence[Found], scripts: Sequence[Writing], query: str, relevance: float
 ) -> Callable[[int, int], bool]:
     """``holds(b, a)``: item ``b`` may restate item ``a`` for this question. It keeps as many
     of the values the question names as ``a`` does — the words either language writes alike:
@@ -260,7 +273,7 @@ def _may_restate(
         return relevant if same else signals.get("meaning", relevant)
 
     def holds(b: int, a: int) -> bool:
-        same = same_language(scripts[a], scripts[b])
+        same = written_alike(scripts[a], scripts[b])
         if signal(b, same) < relevance * signal(a, same) or (other(b) and not other(a)):
             return False
         return kept(b) >= kept(a)
@@ -269,7 +282,7 @@ def _may_restate(
 
 
 def _alike(
-    found: Sequence[Found], scripts: Sequence[frozenset[str]], similar: np.ndarray, how: Cut
+    found: Sequence[Found], scripts: Sequence[Writing], similar: np.ndarray, how: Cut
 ) -> np.ndarray:
     """Which pairs are alike enough to be one statement: at least ``restated_similarity``,
     or ``restated_across_languages`` for two texts in different languages (0: the same) —
@@ -281,7 +294,7 @@ def _alike(
     distinct = list(dict.fromkeys(scripts))
     which = np.array([distinct.index(s) for s in scripts], dtype=np.intp)
     table = np.array(
-        [not same_language(a, b) for a in distinct for b in distinct], dtype=bool
+        [not written_alike(a, b) for a in distinct for b in distinct], dtype=bool
     ).reshape(len(distinct), len(distinct))
     differ = table[np.ix_(which, which)]
     alike = np.asarray(similar >= np.where(differ, across, how.restated_similarity))
@@ -293,7 +306,7 @@ def _alike(
         first, second = found[a].item.text, found[b].item.text
         if (
             similar[a, b] >= wording[a, b] and worded_alike(first, second, how.restated_wording)
-        ) or (similar[a, b] >= values[a, b] and other_values(first, second)):
+        ) or (similar[a, b] >= values[a, b] and other_values(first, second, across=differ[a, b])):
             alike[a, b] = alike[b, a] = True
     return alike
 

@@ -22,6 +22,8 @@ __all__ = ["analysed", "kind", "other_values", "worded_alike"]
 
 #: Letters written right before a number, once a form (digits as ``0``) is taken.
 _PREFIX = re.compile(r"[a-z]+(?=[-.#]?0)")
+#: The kind of a bare number: digits, maybe with a decimal point or thousands separators.
+_BARE = re.compile(r"0(?:[.,]0)*")
 
 
 def worded_alike(first: str, second: str, share: float) -> bool:
@@ -31,13 +33,16 @@ def worded_alike(first: str, second: str, share: float) -> bool:
     return bool(a and b) and len(a & b) >= share * len(a | b)
 
 
-def other_values(first: str, second: str) -> bool:
+def other_values(first: str, second: str, *, across: bool = False) -> bool:
     """True when the two texts name values of one kind (:func:`kind`: ``36h`` and ``45h``,
     ``06:45`` and ``07:15``, ``room B-204`` and ``room C-310``) and not the same ones of it:
     one fact stated at two values. Values of different kinds (the roll call at ``06:45``, a
-    call once a delay passes ``30`` minutes) are two facts, however alike the texts read."""
+    call once a delay passes ``30`` minutes) are two facts, however alike the texts read.
+    ``across`` two languages, a bare number (``84``, ``4`` of "4 hours") has no kind: its
+    unit is a word, written in each text's own language, so a score of 84 and a reply
+    within 4 hours are not one fact at two values."""
     a, b = _kinds(first), _kinds(second)
-    return any(k in b and a[k] != b[k] for k in a)
+    return any(k in b and a[k] != b[k] for k in a if not (across and _BARE.fullmatch(k)))
 
 
 def kind(value: str) -> str:

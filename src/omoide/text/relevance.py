@@ -33,11 +33,13 @@ import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
+from typing import NamedTuple
 
 from omoide.text.fulltext import content_terms, term_key
 from omoide.text.lexicon import cross_share
 
 __all__ = [
+    "Writing",
     "languages",
     "prior",
     "rate",
@@ -46,6 +48,8 @@ __all__ = [
     "scripts_present",
     "word_share",
     "words_signal",
+    "writing",
+    "written_alike",
 ]
 
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uff66-\uff9f]")
@@ -77,6 +81,42 @@ def _scripts(sample: str) -> frozenset[str]:
     if latin / letters >= SCRIPT_SHARE or cjk == 0:
         found.add("latin")
     return frozenset(found)
+
+
+class Writing(NamedTuple):
+    """How a text is written, for telling whether two texts are in one language: the script
+    most of its letters are in (of its first 400 characters), and every script it has a
+    letter of."""
+
+    main: frozenset[str]
+    present: frozenset[str]
+
+
+def writing(text: str) -> Writing:
+    """:class:`Writing` of ``text`` (remembered: candidates recur from question to question)."""
+    return _writing(text[:400])
+
+
+@lru_cache(maxsize=16_384)
+def _writing(sample: str) -> Writing:
+    sample = unicodedata.normalize("NFKC", sample)
+    cjk = len(_CJK.findall(sample))
+    latin = len(_LATIN.findall(sample))
+    present = frozenset(s for s, n in (("cjk", cjk), ("latin", latin)) if n)
+    if not present:
+        return Writing(frozenset(), present)
+    return Writing(frozenset({"cjk" if cjk >= latin else "latin"}), present)
+
+
+def written_alike(first: Writing, second: Writing) -> bool:
+    """True when two texts are in one language: each has letters of the script the other is
+    mostly written in (or either has none). A Japanese sentence naming "room C-310" and an
+    English one are in two — the English one can hold none of its Japanese words — but two
+    texts mixing both scripts ("supportの決定: …" and "決定: サポートは4 hours以内…") write
+    some of each other's words, and the model rates them as it rates one language."""
+    if not first.main or not second.main:
+        return True
+    return first.main <= second.present and second.main <= first.present
 
 
 def scripts_present(text: str) -> frozenset[str]:
