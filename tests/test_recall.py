@@ -305,6 +305,7 @@ def test_router_settings_load_and_validate() -> None:
         {"importance_prior": -0.1},
         {"recent_window_minutes": 0},
         {"candidate_pool": 0},
+        {"meaning_pool": 0},
     ):
         with pytest.raises(ConfigError):
             Config.from_dict({"router": bad})
@@ -764,3 +765,25 @@ def test_meaning_alone_counts_squared_across_languages() -> None:
     assert relevance(0.0, 0.9, dense_weight=1.0, comparable=True) == pytest.approx(0.45)
     # words it does share (a name, a number) count as for any text
     assert relevance(0.8, 0.5, dense_weight=1.0, comparable=False) == pytest.approx(0.65)
+
+
+def test_more_episodes_come_by_meaning_than_by_words(mem: Memory) -> None:
+    """``meaning_pool`` episodes come by the question's nearest vectors, ``pool`` by its
+    words: an answer in the other language can only come by meaning."""
+    mem.episodic.record_many(
+        [
+            {
+                "agent_name": "ceo",
+                "event_type": "decision",
+                "description": f"Plan {i} is priced at {500 + i} yen from next quarter",
+            }
+            for i in range(12)
+        ]
+    )
+    question = "how are the plans priced"
+    assert len(mem.episodic.candidates(question, pool=2)) <= 4
+    found = mem.episodic.candidates(question, pool=2, meaning_pool=8)
+    assert 8 <= len(found) <= 10
+    assert sum(c.key_score > 0 for c in found) <= 2
+    with pytest.raises(ValidationError):
+        mem.episodic.candidates(question, pool=2, meaning_pool=0)

@@ -47,6 +47,14 @@ def test_where_many_candidates_score_alike_only_those_standing_out_are_kept() ->
     assert kept(found) == ["e000", "e001"]
 
 
+def test_candidates_beyond_two_pools_do_not_lower_the_background() -> None:
+    """The background is the median of the best ``2 × pool`` (100 here): two hundred weak
+    candidates more, as a larger pool by meaning brings, leave the floor where it was."""
+    found = scored(1.0, *[0.3] * 99)
+    assert kept(found) == ["e000"]
+    assert kept(found + scored(*[0.0] * 300)[100:]) == ["e000"]
+
+
 def test_a_store_too_small_to_show_a_background_keeps_half_the_best() -> None:
     """Four candidates are all a small store holds, related or not: the median says nothing
     of a background there, so the floor is half the best score."""

@@ -374,6 +374,7 @@ def _check_prefix(prefix: Any) -> None:
 def _check_router(r: RouterConfig) -> None:
     _positive(r.default_budget_tokens, "router.default_budget_tokens")
     _positive(r.candidate_pool, "router.candidate_pool")
+    _positive(r.meaning_pool, "router.meaning_pool")
     _positive(r.top_k, "router.top_k")
     if not isinstance(r.recall_log_retention_days, int) or r.recall_log_retention_days < 0:
         raise ConfigError("router.recall_log_retention_days: expected an integer >= 0")

@@ -47,7 +47,8 @@ Items are ranked by score. Then, in order:
   highest, so near-duplicates and the chunks of one long document do not crowd out the rest;
 * **the floor**: an item is returned only if its score is at least ``min_score`` and stands
   out from the rest: at least ``relative_floor`` of the way from the candidates' median score
-  (what any question finds in this store) to the best one's — a recall returns what answers
+  (what any question finds in this store; of the best ``2 × router.candidate_pool``, as many
+  as words and meaning bring at one pool each) to the best one's — a recall returns what answers
   and nothing else, and a question that matches nothing returns an empty context. Measured
   from the median rather than from zero, the floor keeps more items where one or two stand
   far above a weak background and fewer where many score alike. A store with fewer
@@ -199,7 +200,9 @@ def _distinct(found: list[Found]) -> list[Found]:
 
 def _relative_floor(ranked: Sequence[Found], share: float, pool: int) -> float:
     """The score ``share`` of the way from the candidates' median (the background: what any
-    question finds) to the best (0: no relative floor). A store too small to show a
+    question finds) to the best (0: no relative floor). The median is of the best ``2 ×
+    pool``, as many as words and meaning bring at ``pool`` each, so that more candidates
+    brought by meaning (``router.meaning_pool``) do not lower it. A store too small to show a
     background — fewer candidates than one signal's ``pool``, so they are all it holds,
     related or not — keeps what scores at least half the best."""
     if share <= 0:
@@ -207,7 +210,7 @@ def _relative_floor(ranked: Sequence[Found], share: float, pool: int) -> float:
     best = ranked[0].item.score
     if len(ranked) < pool:
         return SMALL_STORE_FLOOR * best
-    background = float(np.median([f.item.score for f in ranked]))
+    background = float(np.median([f.item.score for f in ranked[: 2 * pool]]))
     return background + share * (best - background)
 
 

@@ -115,6 +115,7 @@ def episodes(mem: MemoryParts, asked: Asked) -> list[Found]:
     config = mem.config.router
     common: dict[str, Any] = {
         "pool": config.candidate_pool,
+        "meaning_pool": config.meaning_pool,
         "dense_weight": config.dense_weight,
         "key_weights": config.context_key_weights,
         "vector": asked.vector,

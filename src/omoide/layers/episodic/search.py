@@ -246,6 +246,7 @@ class EpisodeSearch:
         query: str,
         *,
         pool: int,
+        meaning_pool: int | None = None,
         dense_weight: float,
         key_weights: Sequence[float] = DEFAULT_COLUMN_WEIGHTS,
         vector: npt.NDArray[np.float32] | None = None,
@@ -261,6 +262,7 @@ class EpisodeSearch:
         found = self.candidates(
             query,
             pool=pool,
+            meaning_pool=meaning_pool,
             key_weights=key_weights,
             vector=vector,
             agent_name=agent_name,
@@ -296,6 +298,7 @@ class EpisodeSearch:
         query: str,
         *,
         pool: int = 200,
+        meaning_pool: int | None = None,
         time_range: Sequence[datetime | str | None] | None = None,
         reader: str | None = None,
         reader_teams: Iterable[str] = (),
@@ -306,18 +309,21 @@ class EpisodeSearch:
         tags: Sequence[str] | None = None,
     ) -> list[Candidate]:
         """Candidates for ``query`` with their raw signals, for a ranker: the best ``pool`` by
-        context-key BM25 (see :mod:`omoide.layers.episodic.context_keys`) and the best ``pool``
-        by embedding similarity (to ``vector``, the query's embedding, computed if not given),
+        context-key BM25 (see :mod:`omoide.layers.episodic.context_keys`) and the best
+        ``meaning_pool`` (``pool`` if not given) by embedding similarity (to ``vector``, the
+        query's embedding, computed if not given),
         among the active episodes ``reader`` may see that pass the filters. Nothing is touched."""
         query = check_text("query", query, max_chars=self.config.max_description_chars)
         pool = check_positive_int("pool", pool, maximum=10_000)
+        nearest = pool if meaning_pool is None else meaning_pool
+        nearest = check_positive_int("meaning_pool", nearest, maximum=10_000)
         where, params = self._where(agent_name, event_type, time_range, tags, reader, reader_teams)
         filtered = len(params) > 0
         keys = search_keys(self._db, query, where, params, pool, key_weights)
         if vector is None:
             vector = self._embedder.embed_query(query)
         dense, vectors = self._dense_candidates(
-            vector, where if filtered else None, params, pool, extra=keys.keys()
+            vector, where if filtered else None, params, nearest, extra=keys.keys()
         )
         episodes = self.rows.fetch_rowids(set(keys) | set(dense))
         texts = key_texts(self._db, keys)  # word share matters only where the words match
