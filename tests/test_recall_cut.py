@@ -14,7 +14,7 @@ import numpy as np
 from omoide.recall.context import ContextItem
 from omoide.recall.cut import Cut, cut
 from omoide.recall.sources import Found
-from omoide.recall.statements import kind, other_values
+from omoide.recall.statements import kind, other_values, two_records
 from omoide.testing import HashEmbedder
 
 DAY = datetime(2026, 3, 1, tzinfo=UTC)
@@ -360,6 +360,42 @@ def test_values_of_one_kind_and_not_the_same_ones_state_one_fact_at_another_valu
         ("点呼の開始は06:45です。", "点呼は早めに。", False),
     ):
         assert other_values(first, second) is other, (first, second)
+
+
+def test_two_records_of_one_template_are_not_one_fact_at_two_values() -> None:
+    """Two bills settled, two incidents opened: they differ in their code and in another value
+    too, so neither is the other's newer statement. A fact at a new value changes what it
+    states (the room, the cutoff from another date on) and keeps the rest."""
+    for first, second, records in (
+        (
+            "Freight bill BL-7420 settled: ¥740,000.",
+            "Freight bill BL-8965 settled: ¥804,000.",
+            True,
+        ),
+        ("Freight bill BL-7420 settled: ¥740,000.", "運賃精算 BL-5088：¥853,000を支払済み。", True),
+        (
+            "Opened HX-117: the scanner on rack A2 reboots.",
+            "Opened HX-126: the scanner on rack A7 hangs.",
+            True,
+        ),
+        ("The ops meeting is in room B-204.", "The ops meeting is in room C-310.", False),
+        ("From 2026-03-01 the cutoff is 16:30.", "From 2026-04-01 the cutoff is 15:50.", False),
+        ("Server db-01 has 16GB of memory.", "Server db-01 now has 32GB of memory.", False),
+    ):
+        assert two_records(first, second) is records, (first, second)
+
+
+def test_a_newer_record_of_one_template_restates_nothing() -> None:
+    """However alike two bills read (0.95 here, over the bar), the newer does not pass the
+    floor with the older one as its restatement, nor go before it: for a question about the
+    present a chain of records would otherwise climb above the answer, one bill at a time."""
+    question = "What is the fuel surcharge now?"
+    older = "Freight bill BL-7420 settled: ¥740,000."
+    how = dataclasses.replace(HOW, restated_similarity=0.8, restated_values=0.6)
+    assert not _newer_restates(
+        question, older, "Freight bill BL-8965 settled: ¥804,000.", 0.95, how
+    )
+    assert _newer_restates(question, older, "Freight bill BL-7420 settled: ¥745,000.", 0.95, how)
 
 
 def test_a_newer_text_that_answers_far_less_well_restates_nothing() -> None:

@@ -39,7 +39,9 @@ Items are ranked by score. Then, in order:
   languages its meaning, as a statement in the other language holds none of the
   question's other words whatever it says), or when it names another identifier of the
   form the question asks for where the older one names none (the next incident, another
-  route: it states another fact, not this one's new value). As the current version of a
+  route: it states another fact, not this one's new value), or when the two are records of
+  one template (:func:`~omoide.recall.statements.two_records`: two bills settled, differing
+  in their code and their amount). As the current version of a
   fact passes the floor with its superseded one, a restatement passes
   it with the item it restates;
 * **diversity** (``router.diversity`` > 0, maximal marginal relevance): each next item is the
@@ -82,7 +84,7 @@ from omoide.providers.embeddings import Embedder
 from omoide.recall.context import origin
 from omoide.recall.packing import dedupe
 from omoide.recall.sources import Found
-from omoide.recall.statements import analysed, other_values, worded_alike
+from omoide.recall.statements import analysed, other_values, two_records, worded_alike
 from omoide.text.fulltext import content_terms
 from omoide.text.identifiers import identifier_tokens, names_another
 from omoide.text.relevance import (
@@ -279,7 +281,7 @@ def _may_restate(
         same = written_alike(scripts[a], scripts[b])
         if signal(b, same) < relevance * signal(a, same) or (other(b) and not other(a)):
             return False
-        return kept(b) >= kept(a)
+        return kept(b) >= kept(a) and not two_records(found[a].item.text, found[b].item.text)
 
     return holds
 

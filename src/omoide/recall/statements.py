@@ -18,7 +18,7 @@ from functools import lru_cache
 from omoide.text.fulltext import index_text
 from omoide.text.identifiers import form, identifiers
 
-__all__ = ["analysed", "kind", "other_values", "worded_alike"]
+__all__ = ["analysed", "kind", "other_values", "two_records", "worded_alike"]
 
 #: Letters written right before a number, once a form (digits as ``0``) is taken.
 _PREFIX = re.compile(r"[a-z]+(?=[-.#]?0)")
@@ -43,6 +43,17 @@ def other_values(first: str, second: str, *, across: bool = False) -> bool:
     within 4 hours are not one fact at two values."""
     a, b = _kinds(first), _kinds(second)
     return any(k in b and a[k] != b[k] for k in a if not (across and _BARE.fullmatch(k)))
+
+
+def two_records(first: str, second: str) -> bool:
+    """True when the two texts name different codes of one kind (letters before a number:
+    ``BL-7420`` and ``BL-8965``) and different values of another kind too (``¥740,000`` and
+    ``¥804,000``): two records of one template — two bills settled, two incidents opened on
+    two racks — not one fact at a new value, which changes what it states and keeps the rest
+    ("room B-204" to "room C-310"; "16:30" to "15:50" from another date on)."""
+    a, b = _kinds(first), _kinds(second)
+    differ = [k for k in a if k in b and a[k] != b[k]]
+    return len(differ) >= 2 and any(k.startswith("a") for k in differ)
 
 
 def kind(value: str) -> str:
