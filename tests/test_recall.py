@@ -767,6 +767,69 @@ def test_meaning_alone_counts_squared_across_languages() -> None:
     assert relevance(0.8, 0.5, dense_weight=1.0, comparable=False) == pytest.approx(0.65)
 
 
+def test_copies_of_a_daily_note_take_one_place_of_the_pool_by_meaning(mem: Memory) -> None:
+    """A note one agent writes every day has one vector: its ten copies take one place of
+    the pool by meaning, the newest copy's, and the answer in the other language, which no
+    word of the question finds, still comes by meaning."""
+    note = "昼休憩のローテーションは通常どおり。"
+    mem.episodic.record_many(
+        [{"agent_name": "shift", "event_type": "message", "description": note} for _ in range(10)]
+    )
+    answer = mem.episodic.record("ops", "decision", "点呼の開始時刻は今後07:15です。")
+    question = "What time does the morning roll call start?"
+    found = mem.episodic.candidates(question, pool=2, meaning_pool=3)
+    copies = [c.episode.id for c in found if c.episode.description == note]
+    newest = mem.db.query(
+        "SELECT id FROM episodes WHERE description = ? ORDER BY rowid DESC LIMIT 1", [note]
+    )
+    assert copies == [newest[0][0]]
+    assert answer.id in {c.episode.id for c in found}
+
+
+def test_copies_found_by_words_take_one_place_of_the_pool_by_words(mem: Memory) -> None:
+    """Copies of a reminder take one place of the pool by words too, the newest copy's with
+    the words its copies were found by: the other statements of the question's words fill
+    the rest of the pool."""
+    note = "Forklift battery charging: area F3."
+    mem.episodic.record_many(
+        [{"agent_name": "ops", "event_type": "message", "description": note} for _ in range(6)]
+    )
+    other = mem.episodic.record(
+        "ops", "decision", "From Monday on, forklift battery charging is done in area K1 instead."
+    )
+    found = mem.episodic.candidates("where is forklift battery charging", pool=2, meaning_pool=1)
+    by_words = {c.episode.id: c for c in found if c.key_score > 0}
+    assert other.id in by_words
+    assert sum(c.episode.description == note for c in by_words.values()) == 1
+
+
+def test_an_episode_naming_the_asked_code_is_a_candidate_however_few_words_it_holds(
+    mem: Memory,
+) -> None:
+    """Reports of other orders hold every other word of the question and fill the pool by
+    words; the fix of the order asked about, written in the other language, holds its code
+    and little else: it comes as a candidate by its code, rated by the whole question."""
+    mem.episodic.record_many(
+        [
+            {
+                "agent_name": "desk",
+                "event_type": "error",
+                "description": f"HX-{i}起票：PO#{100 + i}の発注データが二重計上された。",
+            }
+            for i in range(30)
+        ]
+        + [
+            {"agent_name": "yard", "event_type": "message", "description": f"Truck T-{i} left."}
+            for i in range(60)
+        ]
+    )
+    fix = mem.episodic.record("desk", "message", "PO#5868: rerouted the approval, fixed.")
+    question = "PO#5868で発注データが二重計上された件、何をして直した？"
+    found = {c.episode.id: c for c in mem.episodic.candidates(question, pool=2, meaning_pool=1)}
+    assert fix.id in found
+    assert found[fix.id].key_score > 0
+
+
 def test_more_episodes_come_by_meaning_than_by_words(mem: Memory) -> None:
     """``meaning_pool`` episodes come by the question's nearest vectors, ``pool`` by its
     words: an answer in the other language can only come by meaning."""

@@ -15,10 +15,12 @@ import re
 from collections.abc import Iterable
 from functools import lru_cache
 
-__all__ = ["form", "identifier_tokens", "identifiers", "names_another"]
+__all__ = ["codes", "form", "identifier_tokens", "identifiers", "names_another"]
 
 _IDENTIFIER = re.compile(r"[A-Za-z0-9]+(?:[-.,:/#][A-Za-z0-9]+)*")
 _DIGITS = re.compile(r"[0-9]+")
+#: Letters written right against a number (``A2``, ``D4``): part of the value, not its kind.
+_VALUE_LETTERS = re.compile(r"[a-z]+(?=[0-9])")
 
 
 def identifier_tokens(text: str) -> list[str]:
@@ -27,6 +29,13 @@ def identifier_tokens(text: str) -> list[str]:
         return []
     found = (t for t in _IDENTIFIER.findall(text) if _DIGITS.search(t))
     return list(dict.fromkeys(found))
+
+
+def codes(text: str) -> list[str]:
+    """The identifiers in ``text`` with a letter (``R-5346``, ``PO#5868``, rack ``E7``), as
+    written: the codes of one specific thing, where a plain number (a year, an amount) may be
+    anything."""
+    return [t for t in identifier_tokens(text) if any(c.isalpha() for c in t)]
 
 
 @lru_cache(maxsize=16_384)
@@ -41,8 +50,11 @@ def identifiers(text: str) -> frozenset[str]:
 def form(identifier: str) -> str:
     """The form of an identifier: case-folded, every run of digits one ``0`` (``E-03424`` →
     ``e-0``): how many digits a number has does not make it another kind of thing
-    (``HX-87`` and ``HX-108``, ``PO#889`` and ``PO#5868``)."""
-    return _DIGITS.sub("0", identifier.casefold())
+    (``HX-87`` and ``HX-108``, ``PO#889`` and ``PO#5868``); and letters written right against
+    a number one ``a``: they are part of the value (rack ``A2`` and rack ``D4``, ``a0``),
+    where a prefix joined by ``-`` or ``#`` names the kind (``HX-`` an incident, ``BL-`` a
+    bill)."""
+    return _DIGITS.sub("0", _VALUE_LETTERS.sub("a", identifier.casefold()))
 
 
 def names_another(asked: Iterable[str], text: str) -> bool:

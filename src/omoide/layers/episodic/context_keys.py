@@ -40,6 +40,7 @@ from typing import Any
 from omoide.clock import from_timestamp
 from omoide.core.scope import GLOBAL, PRIVATE
 from omoide.text.fulltext import index_text, match_expression
+from omoide.text.identifiers import codes
 
 __all__ = [
     "DEFAULT_COLUMN_WEIGHTS",
@@ -262,6 +263,30 @@ def search_keys(
         [expression, *params, limit],
     )
     return {int(r[0]): max(0.0, float(r[1])) for r in rows}
+
+
+def search_named(
+    db: Any,
+    query: str,
+    where: str,
+    params: Sequence[Any],
+    limit: int,
+    weights: Sequence[float] = DEFAULT_COLUMN_WEIGHTS,
+) -> dict[int, float]:
+    """BM25 for the whole of ``query`` (as :func:`search_keys` rates it) of the best ``limit``
+    keys by the codes ``query`` names (letters with digits: ``R-5346``, ``PO#5868``, ``E7``).
+    A text naming the very code a question asks about may hold few of its other words — an
+    answer in the other language holds none — and fall out of the best by all of them, among
+    the many texts naming other codes of the same kind; yet the code is the surest sign of
+    what the question is about."""
+    named = codes(query)
+    if not named:
+        return {}
+    naming = sorted(search_keys(db, " ".join(named), where, params, limit, weights))
+    if not naming:
+        return {}
+    among = f"{where} AND episodes.rowid IN ({', '.join('?' * len(naming))})"
+    return search_keys(db, query, among, [*params, *naming], limit, weights)
 
 
 def key_texts(db: Any, rowids: Iterable[int]) -> dict[int, str]:

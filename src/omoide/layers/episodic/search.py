@@ -37,7 +37,13 @@ from omoide.core.validation import (
 from omoide.core.vector_matrix import VectorMatrix
 from omoide.errors import BackendError
 from omoide.layers.episodic.chroma_vectors import ChromaVectors, store_candidates
-from omoide.layers.episodic.context_keys import DEFAULT_COLUMN_WEIGHTS, key_texts, search_keys
+from omoide.layers.episodic.context_keys import (
+    DEFAULT_COLUMN_WEIGHTS,
+    key_texts,
+    search_keys,
+    search_named,
+)
+from omoide.layers.episodic.copies import COPIES, one_per_text
 from omoide.layers.episodic.rows import LIVE_SQL, EpisodicRows
 from omoide.providers.embeddings import Embedder
 from omoide.storage import Database
@@ -309,22 +315,32 @@ class EpisodeSearch:
         tags: Sequence[str] | None = None,
     ) -> list[Candidate]:
         """Candidates for ``query`` with their raw signals, for a ranker: the best ``pool`` by
-        context-key BM25 (see :mod:`omoide.layers.episodic.context_keys`) and the best
+        context-key BM25 (see :mod:`omoide.layers.episodic.context_keys`), the best ``pool``
+        naming the codes the question names (``search_named``), and the best
         ``meaning_pool`` (``pool`` if not given) by embedding similarity (to ``vector``, the
         query's embedding, computed if not given),
-        among the active episodes ``reader`` may see that pass the filters. Nothing is touched."""
+        among the active episodes ``reader`` may see that pass the filters; of copies (one
+        text by one writer, one vector) the newest stands for all in both pools. Nothing is
+        touched."""
         query = check_text("query", query, max_chars=self.config.max_description_chars)
         pool = check_positive_int("pool", pool, maximum=10_000)
         nearest = pool if meaning_pool is None else meaning_pool
         nearest = check_positive_int("meaning_pool", nearest, maximum=10_000)
         where, params = self._where(agent_name, event_type, time_range, tags, reader, reader_teams)
         filtered = len(params) > 0
-        keys = search_keys(self._db, query, where, params, pool, key_weights)
+        named = search_named(self._db, query, where, params, pool, key_weights)
         if vector is None:
             vector = self._embedder.embed_query(query)
-        dense, vectors = self._dense_candidates(
-            vector, where if filtered else None, params, nearest, extra=keys.keys()
-        )
+        for depth in (1, COPIES):  # deeper only where copies of one text came among them
+            keys = search_keys(self._db, query, where, params, depth * pool, key_weights)
+            dense, vectors = self._dense_candidates(
+                vector, where if filtered else None, params, depth * nearest, extra=keys | named
+            )
+            if len(set(dense.values())) == len(dense):
+                break
+        keys, dense = one_per_text(keys, dense, pool, nearest)
+        keys |= {r: b for r, b in named.items() if r not in keys}
+        dense |= {r: dense[r] for r in named if r in dense}
         episodes = self.rows.fetch_rowids(set(keys) | set(dense))
         texts = key_texts(self._db, keys)  # word share matters only where the words match
         return [
