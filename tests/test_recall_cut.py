@@ -398,6 +398,33 @@ def test_a_newer_record_of_one_template_restates_nothing() -> None:
     assert _newer_restates(question, older, "Freight bill BL-7420 settled: ¥745,000.", 0.95, how)
 
 
+def test_an_item_naming_the_asked_code_passes_below_a_far_standing_report() -> None:
+    """Asked what fixed route R-5346, the report naming it stands far above the rest (1.0
+    against a background at 0.4), and the fix naming R-5346 in the other language scores
+    0.46, under the floor: it passes all the same, as an item about what is asked. An item
+    naming another route at the same score does not, nor one under ``min_score``."""
+    question = "route R-5346で配車アプリが出てこない件、何をして直した？"
+    found = [
+        Found(ContextItem("episodic", "report", "HX-193起票：route R-5346の配車アプリ。", 1.0, "")),
+        Found(
+            ContextItem(
+                "episodic", "fix", "HX-193 closed: on route R-5346 we rebuilt it.", 0.46, ""
+            )
+        ),
+        Found(
+            ContextItem(
+                "episodic", "other", "HX-342 closed: on route R-447 we rebuilt it.", 0.46, ""
+            )
+        ),
+        Found(ContextItem("episodic", "faint", "route R-5346 again.", 0.04, "")),
+        *scored(*[0.4] * 60),
+    ]
+    assert [f.item.id for f in cut(found, HOW, HashEmbedder(8), question)] == ["report", "fix"]
+    assert [f.item.id for f in cut(found, HOW, HashEmbedder(8), "what fixed the route?")] == [
+        "report"
+    ]
+
+
 def test_a_newer_text_that_answers_far_less_well_restates_nothing() -> None:
     """Alike in meaning as they may be, a newer text whose relevance to the question is under
     ``restated_relevance`` (0.75) of the older one's is about something else: it neither
@@ -502,6 +529,41 @@ def test_a_fact_stated_at_another_value_in_the_other_language_is_its_newer_state
         found = _across(newer, meaning, 0.32)
         ids = [f.item.id for f in cut(found, how, HashEmbedder(8), question)]
         assert ids == (["new", "old"] if restated else ["old"]), (newer, across, meaning)
+
+
+def test_a_value_another_fact_names_in_the_older_language_is_no_new_value() -> None:
+    """The English cap at 36h is 0.32 alike the Japanese cap at 45h, as unrelated text across
+    the languages can be. When a Japanese text newer than the 45h one names 36h of another
+    fact (night standby) and is more alike the English text (0.5), the 36h is that fact's:
+    the English text is no new value of the cap. Less alike it (0.2), or older than the 45h
+    statement, it claims nothing, and the English text is the cap's new value."""
+    question = "時間外の上限っていまいくつ？"
+    cap = "Overtime cap changes to 36h per month, effective now."
+    how = dataclasses.replace(
+        HOW,
+        restated_similarity=0.8,
+        restated_across_languages=0.5,
+        restated_values=0.6,
+        restated_values_across=0.3,
+        restated_relevance=0.75,
+    )
+    standby = "念のため再掲：夜間の待機は月36hまでです。"
+    for alike, when, restated in (
+        (0.5, DAY + timedelta(days=4), False),
+        (0.2, DAY + timedelta(days=4), True),
+        (0.5, DAY - timedelta(days=4), True),
+    ):
+        found = _across(cap, 0.6, 0.32)
+        near = found[1].vector
+        assert near is not None
+        other = np.zeros(8, np.float32)
+        other[1] = alike / near[1]
+        other[2] = float(np.sqrt(1 - other[1] ** 2))
+        found.append(
+            Found(ContextItem("episodic", "standby", standby, 0.1, "", timestamp=when), other)
+        )
+        ids = [f.item.id for f in cut(found, how, HashEmbedder(8), question)]
+        assert ids == (["new", "old"] if restated else ["old"]), (alike, when)
 
 
 def test_a_japanese_sentence_naming_a_latin_code_restates_across_languages() -> None:

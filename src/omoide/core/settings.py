@@ -380,8 +380,10 @@ class RouterConfig:
     #: another of the same form (``HX-166`` when ``HX-162`` was asked for, ``rack C7`` for
     #: ``rack C2``: another incident, another place) is multiplied by this (1: off). Words
     #: and meaning rate such an item as highly as the one asked for; the identifier says
-    #: it is about something else (:func:`omoide.text.identifiers.names_another`).
-    other_identifier_factor: float = 0.5
+    #: it is about something else (:func:`omoide.text.identifiers.names_another`). 0.5
+    #: until items naming the asked code came as candidates of their own: then at 0.25 the
+    #: fix naming it goes above the reports of other orders (bench/RESULTS.md, change 15).
+    other_identifier_factor: float = 0.25
     #: The cut: at most ``top_k`` items, each scoring at least ``min_score`` and at least
     #: ``relative_floor`` of the way from the median score of the best ``2 ×
     #: candidate_pool`` candidates to the best item's (half the best score in a store with

@@ -55,7 +55,9 @@ Items are ranked by score. Then, in order:
   from the median rather than from zero, the floor keeps more items where one or two stand
   far above a weak background and fewer where many score alike. A store with fewer
   candidates than one signal's pool shows no background (its candidates are everything it
-  holds, related or not): there the floor is half the best score;
+  holds, related or not): there the floor is half the best score. An item naming a code
+  the question names (letters with digits: ``R-5346``, ``PO#5868``) passes at ``min_score``:
+  it is about what is asked, however far the report naming it too stands out;
 * **one item per memory** (:func:`~omoide.recall.packing.dedupe`: a document made from an
   episode and that episode, two items of the same text): the first of each stays, so the
   ``top_k`` places go to distinct memories, and of identical texts the one a restatement
@@ -84,9 +86,15 @@ from omoide.providers.embeddings import Embedder
 from omoide.recall.context import origin
 from omoide.recall.packing import dedupe
 from omoide.recall.sources import Found
-from omoide.recall.statements import analysed, other_values, two_records, worded_alike
+from omoide.recall.statements import (
+    analysed,
+    claimed_values,
+    other_values,
+    two_records,
+    worded_alike,
+)
 from omoide.text.fulltext import content_terms
-from omoide.text.identifiers import identifier_tokens, names_another
+from omoide.text.identifiers import codes, identifier_tokens, identifiers, names_another
 from omoide.text.relevance import (
     Writing,
     languages,
@@ -148,8 +156,16 @@ def cut(found: Sequence[Found], how: Cut, embedder: Embedder, query: str = "") -
     ranked = _below_sources(ranked)
     floor = max(how.min_score, _relative_floor(ranked, how.relative_floor, how.pool))
     ranked = _current_first(ranked)
-    # The current version of a fact whose superseded version passes the floor passes too.
+    # The current version of a fact whose superseded version passes the floor passes too,
+    # and so does an item naming a code the question names: it is about what is asked.
     needed = {f.successor for f in ranked if f.successor and f.item.score >= floor}
+    asked = {code.casefold() for code in codes(query)}
+    if asked:
+        needed |= {
+            f.item.id
+            for f in ranked
+            if f.item.score >= how.min_score and asked & identifiers(f.item.text)
+        }
 
     def passes(f: Found) -> bool:
         return f.item.score >= floor or f.item.id in needed
@@ -305,13 +321,20 @@ def _alike(
     alike = np.asarray(similar >= np.where(differ, across, how.restated_similarity))
     # The word tests read only pairs at least this alike in meaning (inf: test off).
     wording = np.where(differ | (how.restated_wording <= 0), np.inf, WORDING_GATE)
-    values = np.where(differ, how.restated_values_across or np.inf, how.restated_values or np.inf)
-    unseen = ~alike & (similar >= np.minimum(wording, values))
+    bars = np.where(differ, how.restated_values_across or np.inf, how.restated_values or np.inf)
+    unseen = ~alike & (similar >= np.minimum(wording, bars))
+    claimed = claimed_values(
+        [f.item.text for f in found], [f.item.timestamp for f in found], similar, differ
+    )
     for a, b in np.argwhere(np.triu(unseen, 1)):
         first, second = found[a].item.text, found[b].item.text
         if (
             similar[a, b] >= wording[a, b] and worded_alike(first, second, how.restated_wording)
-        ) or (similar[a, b] >= values[a, b] and other_values(first, second, across=differ[a, b])):
+        ) or (
+            similar[a, b] >= bars[a, b]
+            and other_values(first, second, across=differ[a, b])
+            and not (differ[a, b] and claimed(a, b))
+        ):
             alike[a, b] = alike[b, a] = True
     return alike
 

@@ -12,13 +12,24 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
 from functools import lru_cache
+
+import numpy as np
 
 from omoide.text.fulltext import index_text
 from omoide.text.identifiers import form, identifiers
 
-__all__ = ["analysed", "kind", "other_values", "two_records", "worded_alike"]
+__all__ = [
+    "analysed",
+    "claimed_values",
+    "kind",
+    "other_values",
+    "two_records",
+    "values",
+    "worded_alike",
+]
 
 #: Letters written right before a number, once a form (digits as ``0``) is taken.
 _PREFIX = re.compile(r"[a-z]+(?=[-.#]?0)")
@@ -54,6 +65,52 @@ def two_records(first: str, second: str) -> bool:
     a, b = _kinds(first), _kinds(second)
     differ = [k for k in a if k in b and a[k] != b[k]]
     return len(differ) >= 2 and any(k.startswith("a") for k in differ)
+
+
+def claimed_values(
+    texts: Sequence[str],
+    times: Sequence[datetime | None],
+    similar: np.ndarray,
+    differ: np.ndarray,
+) -> Callable[[int, int], bool]:
+    """``claimed(a, b)``: of two texts in different languages (``differ``) naming values of
+    one kind, the newer one's value is another fact's — a text in the older one's language,
+    newer than it, names that value and is more ``similar`` to the newer one than the older
+    one is. "Same-day parcels must be handed over by 16:30." is the cutoff "宅配の当日出荷は
+    16:30締め" names, not the roll call "点呼の開始は06:45" at a new time."""
+    holders: dict[tuple[str, str], list[int]] = {}
+    for i, text in enumerate(texts):
+        for k, named in values(text).items():
+            for value in named:
+                holders.setdefault((k, value), []).append(i)
+
+    def claimed(a: int, b: int) -> bool:
+        first, second = times[a], times[b]
+        if first is None or second is None or first == second:
+            return False
+        old, new = (a, b) if first < second else (b, a)
+        since = min(first, second)
+        before, after = values(texts[old]), values(texts[new])
+        for k in after.keys() & before.keys():
+            for value in after[k] - before[k]:
+                for c in holders.get((k, value), ()):
+                    when = times[c]
+                    if (
+                        c not in (a, b)
+                        and when is not None
+                        and when > since
+                        and not differ[c, old]
+                        and similar[new, c] > similar[a, b]
+                    ):
+                        return True
+        return False
+
+    return claimed
+
+
+def values(text: str) -> Mapping[str, frozenset[str]]:
+    """A text's values (its numbers and codes) by their kind (:func:`kind`)."""
+    return _kinds(text)
 
 
 def kind(value: str) -> str:
