@@ -39,6 +39,30 @@ def test_truncate_finds_the_longest_prefix_within_budget(counter: E5TokenCounter
     assert counter.truncate("short", 100) == "short"
 
 
+def test_truncate_counts_a_long_text_a_few_times(counter: E5TokenCounter) -> None:
+    """The longest prefix, as a plain binary search finds it, from fewer counts than one
+    per halving of the text's length."""
+    calls = []
+
+    class Counting(E5TokenCounter):
+        def count(self, text: str) -> int:
+            calls.append(len(text))
+            return super().count(text)
+
+    counting = Counting()
+    texts = (
+        "エージェントのメモリ設計について説明します。" * 60,
+        "The operator asked us to state the new arrival time in every email. " * 40,
+    )
+    for text in texts:
+        for budget in (7, 120, 400):
+            calls.clear()
+            cut = counting.truncate(text, budget)
+            assert text.startswith(cut) and counter.count(cut) <= budget
+            assert counter.count(text[: len(cut) + 1]) > budget
+            assert len(calls) < len(text).bit_length(), (budget, len(calls))
+
+
 def test_tiktoken_counter_works_offline_or_says_how_to_install() -> None:
     if importlib.util.find_spec("tiktoken") is None:
         with pytest.raises(ConfigError, match="omoide\\[tiktoken\\]"):

@@ -52,19 +52,43 @@ class TokenCounter(ABC):
     def count_many(self, texts: Sequence[str]) -> list[int]:
         return [self.count(t) for t in texts]
 
-    def truncate(self, text: str, max_tokens: int) -> str:
-        """The longest prefix of ``text`` within ``max_tokens`` (binary search on characters)."""
+    def truncate(self, text: str, max_tokens: int, *, tokens: int | None = None) -> str:
+        """The longest prefix of ``text`` within ``max_tokens``. Each count of a long text
+        costs milliseconds, so the search counts a handful of prefixes, not one per halving:
+        it guesses where the budget ends from the text's count (``tokens`` if the caller
+        knows it: a hint, as the result is only ever a prefix counted within the budget),
+        brackets the guess in steps of a few tokens' worth of characters, then halves that
+        bracket."""
         if max_tokens <= 0:
             return ""
-        if self.count(text) <= max_tokens:
+        total = self.count(text) if tokens is None or tokens <= max_tokens else tokens
+        if total <= max_tokens:
             return text
+        per_token = len(text) / total
+        guess = min(len(text) - 1, max(1, int(max_tokens * per_token)))
+        step = max(1, int(4 * per_token))
+        # count(text[:lo]) <= max_tokens < count(text[:hi]), once both are counted
         lo, hi = 0, len(text)
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
+        if self.count(text[:guess]) <= max_tokens:
+            lo = guess
+            while lo + step < hi:
+                if self.count(text[: lo + step]) > max_tokens:
+                    hi = lo + step
+                    break
+                lo, step = lo + step, 2 * step
+        else:
+            hi = guess
+            while hi - step > 0:
+                if self.count(text[: hi - step]) <= max_tokens:
+                    lo = hi - step
+                    break
+                hi, step = hi - step, 2 * step
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
             if self.count(text[:mid]) <= max_tokens:
                 lo = mid
             else:
-                hi = mid - 1
+                hi = mid
         return text[:lo]
 
 

@@ -66,7 +66,7 @@ def pack(
             room = budget - used - (tokens - body) - 2
             text = ""
             if room >= MIN_TRUNCATED_TOKENS:
-                text = counter.truncate(item.text, room).rstrip()
+                text = counter.truncate(item.text, room, tokens=body).rstrip()
             if not text:
                 misses += 1
                 continue
