@@ -14,7 +14,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from functools import lru_cache
+from functools import cache, lru_cache
 
 import numpy as np
 
@@ -27,7 +27,6 @@ __all__ = [
     "kind",
     "other_values",
     "two_records",
-    "values",
     "worded_alike",
 ]
 
@@ -78,22 +77,25 @@ def claimed_values(
     newer than it, names that value and is more ``similar`` to the newer one than the older
     one is. "Same-day parcels must be handed over by 16:30." is the cutoff "宅配の当日出荷は
     16:30締め" names, not the roll call "点呼の開始は06:45" at a new time."""
-    holders: dict[tuple[str, str], list[int]] = {}
-    for i, text in enumerate(texts):
-        for k, named in values(text).items():
-            for value in named:
-                holders.setdefault((k, value), []).append(i)
+
+    @cache
+    def holders() -> dict[tuple[str, str], list[int]]:  # read once, if a pair needs it
+        out: dict[tuple[str, str], list[int]] = {}
+        for i, text in enumerate(texts):
+            for k, named in _kinds(text).items():
+                for value in named:
+                    out.setdefault((k, value), []).append(i)
+        return out
 
     def claimed(a: int, b: int) -> bool:
         first, second = times[a], times[b]
         if first is None or second is None or first == second:
             return False
-        old, new = (a, b) if first < second else (b, a)
-        since = min(first, second)
-        before, after = values(texts[old]), values(texts[new])
+        old, new, since = (a, b, first) if first < second else (b, a, second)
+        before, after = _kinds(texts[old]), _kinds(texts[new])
         for k in after.keys() & before.keys():
             for value in after[k] - before[k]:
-                for c in holders.get((k, value), ()):
+                for c in holders().get((k, value), ()):
                     when = times[c]
                     if (
                         c not in (a, b)
@@ -106,11 +108,6 @@ def claimed_values(
         return False
 
     return claimed
-
-
-def values(text: str) -> Mapping[str, frozenset[str]]:
-    """A text's values (its numbers and codes) by their kind (:func:`kind`)."""
-    return _kinds(text)
 
 
 def kind(value: str) -> str:

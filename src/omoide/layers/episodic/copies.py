@@ -31,7 +31,7 @@ def one_per_text(
         kept = newest.get(dense.get(rowid, float("nan")), rowid)
         words[kept] = max(words.get(kept, 0.0), bm25)
     best_words = dict(sorted(words.items(), key=lambda pair: -pair[1])[:pool])
-    by_meaning = sorted(((c, r) for c, r in newest.items()), reverse=True)[:nearest]
+    by_meaning = sorted(newest.items(), reverse=True)[:nearest]
     meaning = {r: c for c, r in by_meaning}
     meaning.update({r: dense[r] for r in best_words if r in dense})
     return best_words, meaning
