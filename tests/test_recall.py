@@ -828,6 +828,7 @@ def test_an_episode_naming_the_asked_code_is_a_candidate_however_few_words_it_ho
     found = {c.episode.id: c for c in mem.episodic.candidates(question, pool=2, meaning_pool=1)}
     assert fix.id in found
     assert found[fix.id].key_score > 0
+    assert found[fix.id].cosine > 0  # its meaning is read too, not only its words
 
 
 def test_more_episodes_come_by_meaning_than_by_words(mem: Memory) -> None:

@@ -338,9 +338,9 @@ class EpisodeSearch:
             )
             if len(set(dense.values())) == len(dense):
                 break
-        keys, dense = one_per_text(keys, dense, pool, nearest)
-        keys |= {r: b for r, b in named.items() if r not in keys}
-        dense |= {r: dense[r] for r in named if r in dense}
+        words, meaning = one_per_text(keys, dense, pool, nearest)
+        keys = named | words
+        dense = meaning | {r: dense[r] for r in named if r in dense}
         episodes = self.rows.fetch_rowids(set(keys) | set(dense))
         texts = key_texts(self._db, keys)  # word share matters only where the words match
         return [
