@@ -5,7 +5,8 @@ episodic layer up; a how-to question (``router.howto_cues``: "how do I …", "�
 weighs procedures up; every layer is asked. A question about the present — one that says
 so (``router.present_cues``: "now", "currently", "今", "現在") or one with no past cue, no
 past tense (``router.past_tense_cues``, and an English word ending in "-ed" without a present
-auxiliary: "what was fixed" but not "when are deploys allowed") and no time range — is
+or modal auxiliary: "what was fixed" but not "when are deploys allowed" or "where should
+the trucks be parked") and no time range — is
 marked :attr:`Route.present`: of several statements of a fact, the newest answers it
 (:mod:`omoide.recall.cut` puts a newer restatement first); and one that says so is marked
 :attr:`Route.says_present` as well: of the answers that pass the cut, the fresher come first.
@@ -66,8 +67,11 @@ def _cued(text: str, cues: Sequence[str]) -> bool:
 #: An English word in the past tense or a past participle ("fixed", "decided", "changed")...
 _PAST_PARTICIPLE = re.compile(r"(?<![0-9a-z])[a-z]{2,}ed(?![0-9a-z])")
 #: ...which marks the past tense only without a present auxiliary ("when are deploys
-#: allowed", "what has changed" ask about now).
-_PRESENT_AUXILIARY = re.compile(r"(?<![0-9a-z])(is|are|am|do|does|has|have)(?![0-9a-z])")
+#: allowed", "what has changed" ask about now) or a modal one (a passive after "should",
+#: "can", "must": "where should the trucks be parked" asks where they are parked now).
+_PRESENT_AUXILIARY = re.compile(
+    r"(?<![0-9a-z])(is|are|am|do|does|has|have|can|must|should|shall|will|may)(?![0-9a-z])"
+)
 
 
 def _present(folded: str, past: bool, time_range: TimeRange | None, config: RouterConfig) -> bool:
