@@ -490,16 +490,18 @@ def test_importance_is_a_prior_on_relevance(tmp_path: object, clock: ManualClock
     open_cut = {"relative_floor": 0.0, "min_score": 0.0}
     weighted = Config(router=dataclasses.replace(RouterConfig(), **open_cut))
     flat = Config(router=dataclasses.replace(RouterConfig(), importance_prior=0.0, **open_cut))
+    strength = weighted.router.importance_prior
+    assert strength > 0
     with Memory(path, clock=clock, config=weighted) as mem:
         items = {i.id: i for i in mem.recall(question, agent_name="ceo").items}
     with Memory(path, clock=clock, config=flat) as mem:
         plain = {i.id: i for i in mem.recall(question, agent_name="ceo").items}
     assert items["chatter"].score == pytest.approx(
-        plain["chatter"].score * (1 + 0.6 * (0.2 - 0.5)), abs=1e-6
+        plain["chatter"].score * (1 + strength * (0.2 - 0.5)), abs=1e-6
     )
     assert items["neutral"].score == pytest.approx(plain["neutral"].score, abs=1e-6)
     assert items["decisions/target"].score == pytest.approx(
-        plain["decisions/target"].score * (1 + 0.6 * (0.8 - 0.5)), abs=1e-6
+        plain["decisions/target"].score * (1 + strength * (0.8 - 0.5)), abs=1e-6
     )
     assert "importance 0.80" in items["decisions/target"].why
 
