@@ -117,3 +117,41 @@ def test_reader_api_validates(logged: Memory, call: object, field: str) -> None:
 
 def test_config_is_frozen_dataclass() -> None:
     assert dataclasses.is_dataclass(RouterConfig)
+
+
+def _commit_settings(mem: Memory) -> str:
+    """The engine's setting for waiting on the disk at commit, outside any transaction."""
+    assert mem.db is not None
+    if mem.db.dialect.name == "sqlite":
+        return str(mem.db.scalar("PRAGMA synchronous"))  # 2: FULL
+    return str(mem.db.scalar("SHOW synchronous_commit"))
+
+
+def test_bookkeeping_is_committed_at_once_and_leaves_writes_durable(logged: Memory) -> None:
+    """A recall's log entry commits with the disk sync off for its own transaction only:
+    it is there the moment the recall returns, and the next write waits for the disk."""
+    durable = _commit_settings(logged)
+    assert durable in {"2", "on"}
+    context = logged.recall("billing database", agent_name="cto")
+    assert logged.recall_log.get(context.recall_id or "").items
+    assert _commit_settings(logged) == durable
+
+
+@pytest.mark.embedded_only
+def test_a_recall_commits_without_a_sync_and_a_write_with_one(logged: Memory) -> None:
+    assert logged.db is not None
+    logged.recall("billing", agent_name="cto")  # prunes the log (a durable delete, hourly)
+    seen: list[str] = []
+    logged.db._conn.set_trace_callback(seen.append)  # the statements the engine runs
+    try:
+        logged.recall("billing database", agent_name="cto")
+        recalled = list(seen)
+        seen.clear()
+        logged.episodic.record("cto", "decision", "Invoices go out on the 5th", id="ep-inv")
+        written = list(seen)
+    finally:
+        logged.db._conn.set_trace_callback(None)
+    assert recalled[recalled.index("PRAGMA synchronous=NORMAL") + 1] == "BEGIN IMMEDIATE"
+    assert recalled[-2:] == ["COMMIT", "PRAGMA synchronous=FULL"]
+    assert "COMMIT" in written
+    assert not any("synchronous" in s for s in written)

@@ -132,8 +132,9 @@ class Recall:
             query, reader or OPERATOR, ranked, budget, mem.token_counter, self._bound
         )
         # The accesses and the log entry are written in one transaction: one commit per
-        # recall rather than one for each.
-        with mem.db.transaction():
+        # recall rather than one for each, and not waited for on disk (bookkeeping: a
+        # power failure may lose the last recalls' entries, never a memory).
+        with mem.db.transaction(durable=False):
             self._touch(items, when)
             recall_id = self._log(
                 query, reader or OPERATOR, session, chosen, plan, budget, used, items

@@ -8,7 +8,9 @@ default; :class:`omoide.storage.postgres.PostgresDatabase` runs the same SQL on 
 SQLite: one connection per database, shared by the threads of the owning process and
 serialized by a re-entrant lock (SQLite serializes writers anyway; doing it here means no
 caller ever sees "database is locked"). WAL journal, ``synchronous=FULL``: a write is on disk
-when its transaction returns, and a crash mid-transaction rolls it back on the next open.
+when its transaction returns, and a crash mid-transaction rolls it back on the next open. A
+recall's bookkeeping alone (``transaction(durable=False)``) commits without waiting for the
+disk.
 
 Storage owns its own bookkeeping tables only: ``meta``, ``migrations`` and ``rebuilds``
 (the data rebuilds migrations request, run by the layers that own the data). Every other
@@ -49,8 +51,15 @@ class Database:
     _conn: Any
 
     @contextmanager
-    def transaction(self) -> Iterator[Any]:
-        """A write transaction; nested calls join the outer one."""
+    def transaction(self, *, durable: bool = True) -> Iterator[Any]:
+        """A write transaction; nested calls join the outer one, as it is durable or not.
+
+        ``durable`` (the default): on disk when the transaction returns. ``durable=False``
+        is for bookkeeping only (a recall's access counts and provenance entry), and only
+        bookkeeping may run inside it: committed and seen by every reader at once,
+        surviving a crash of the process, but written to disk with the next durable commit
+        or checkpoint rather than waited for — a power failure may lose it, never a
+        memory."""
         with self._lock:
             if self._depth:
                 self._depth += 1
@@ -59,28 +68,28 @@ class Database:
                 finally:
                     self._depth -= 1
                 return
-            self._begin()
+            self._begin(durable=durable)
             self._depth = 1
             try:
                 yield self._conn
             except BaseException as exc:
                 self._depth = 0
-                self._rollback()
+                self._rollback(durable=durable)
                 translated = self._refusal(exc)
                 if translated is not None:
                     raise translated from None
                 raise
             else:
                 self._depth = 0
-                self._commit()
+                self._commit(durable=durable)
 
-    def _begin(self) -> None:
+    def _begin(self, *, durable: bool) -> None:
         raise NotImplementedError
 
-    def _commit(self) -> None:
+    def _commit(self, *, durable: bool) -> None:
         raise NotImplementedError
 
-    def _rollback(self) -> None:
+    def _rollback(self, *, durable: bool) -> None:
         raise NotImplementedError
 
     def _refusal(self, exc: BaseException) -> Exception | None:
@@ -261,14 +270,24 @@ class SqliteDatabase(Database):
 
     # -- transactions -------------------------------------------------------------------
 
-    def _begin(self) -> None:
+    def _begin(self, *, durable: bool) -> None:
+        if not durable:  # WAL: NORMAL commits without a sync; the next FULL commit syncs
+            self._conn.execute("PRAGMA synchronous=NORMAL")  # (settable between transactions)
         self._conn.execute("BEGIN IMMEDIATE")  # the write lock now: no upgrade deadlocks
 
-    def _commit(self) -> None:
-        self._conn.execute("COMMIT")
+    def _commit(self, *, durable: bool) -> None:
+        try:
+            self._conn.execute("COMMIT")
+        finally:
+            if not durable:
+                self._conn.execute("PRAGMA synchronous=FULL")
 
-    def _rollback(self) -> None:
-        self._conn.execute("ROLLBACK")
+    def _rollback(self, *, durable: bool) -> None:
+        try:
+            self._conn.execute("ROLLBACK")
+        finally:
+            if not durable:
+                self._conn.execute("PRAGMA synchronous=FULL")
 
     def _refusal(self, exc: BaseException) -> Exception | None:
         return _translate(exc)

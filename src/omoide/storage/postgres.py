@@ -7,7 +7,8 @@ as on SQLite), and returns rows that read like ``sqlite3.Row`` (by index or by n
 Guarantees, as on SQLite:
 
 * durable on return: ``synchronous_commit`` is on (PostgreSQL's default) and every write is
-  one transaction, committed before the call returns;
+  one transaction, committed before the call returns (a recall's bookkeeping alone,
+  ``transaction(durable=False)``, commits with it off for that transaction);
 * one writer at a time: a write transaction first takes a transaction-scoped advisory lock,
   so the read-then-write sequences the layers were written for (SQLite's ``BEGIN
   IMMEDIATE``) stay correct with several replicas writing to one database; reads never wait;
@@ -224,23 +225,25 @@ class PostgresDatabase(Database):
     def _describe(self) -> str:
         return f"the database at {_redact(self.url)}"
 
-    def _begin(self) -> None:
+    def _begin(self, *, durable: bool) -> None:
         """BEGIN, then the write lock: serialized with every other writer of the database."""
         import psycopg
 
         try:
             self._raw.execute("BEGIN")
+            if not durable:  # bookkeeping: committed, not waited for on disk
+                self._raw.execute("SET LOCAL synchronous_commit TO OFF")
             self._raw.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
         except psycopg.Error as exc:
             with suppress(Exception):
                 self._raw.execute("ROLLBACK")
             raise StorageError(f"cannot begin a transaction: {exc}") from exc
 
-    def _rollback(self) -> None:
+    def _rollback(self, *, durable: bool) -> None:
         with suppress(Exception):
             self._raw.execute("ROLLBACK")
 
-    def _commit(self) -> None:
+    def _commit(self, *, durable: bool) -> None:
         import psycopg
 
         try:
