@@ -440,6 +440,58 @@ def test_a_newer_text_that_answers_far_less_well_restates_nothing() -> None:
         assert ids == (["new", "old"] if restated else ["old"]), relevance
 
 
+def test_a_rewording_answers_as_well_as_the_statement_of_its_value_it_restates() -> None:
+    """The cap back at 36h, in other words (残業, not the question's 時間外), answers the
+    question less well than the 45h statement it updates (relevance 0.4 against 0.6, under
+    ``restated_relevance``). An older statement of 36h it restates (the same value, 0.6
+    alike) answered it as well: the rewording is the 45h one's newer statement. Not when
+    that statement answered the question no better (0.3), nor when it named another value."""
+    question = "時間外の上限っていまいくつ？"
+    how = dataclasses.replace(
+        HOW, restated_similarity=0.8, restated_values=0.5, restated_relevance=0.75
+    )
+    cap = np.zeros(8, np.float32)
+    cap[0] = 1.0
+    reworded = np.zeros(8, np.float32)
+    reworded[:2] = 0.65, float(np.sqrt(1 - 0.65**2))
+    earlier = np.zeros(8, np.float32)  # 0.65 alike the 45h cap, 0.6 alike the rewording
+    earlier[0] = 0.65
+    earlier[1] = (0.6 - 0.65 * 0.65) / reworded[1]
+    earlier[2] = float(np.sqrt(1 - earlier[0] ** 2 - earlier[1] ** 2))
+    for text, relevance, restated in (
+        ("今後、時間外は月36hまでに抑えてください。", 0.6, True),
+        ("今後、時間外は月36hまでに抑えてください。", 0.3, False),
+        ("時間外労働は月40hまでとします。", 0.6, False),
+    ):
+        found = [
+            Found(
+                ContextItem(
+                    "episodic", "old", "今後、時間外は月45hまでに抑えてください。", 0.6, "",
+                    timestamp=DAY, signals={"relevance": 0.6},
+                ),
+                cap,
+            ),
+            Found(
+                ContextItem(
+                    "episodic", "earlier", text, 0.55, "",
+                    timestamp=DAY - timedelta(days=9), signals={"relevance": relevance},
+                ),
+                earlier,
+            ),
+            Found(
+                ContextItem(
+                    "episodic", "new", "念のため再掲：月の残業上限は36hです。", 0.2, "",
+                    timestamp=LATER, signals={"relevance": 0.4},
+                ),
+                reworded,
+            ),
+            *_background(3),
+        ]  # fmt: skip
+        ids = [f.item.id for f in cut(found, how, HashEmbedder(8), question)]
+        expected = ["new", "old", "earlier"] if restated else ["old", "earlier"]
+        assert ids == expected, (text, relevance)
+
+
 def test_a_newer_statement_about_another_identifier_restates_nothing() -> None:
     """Asked which hub route R-560 goes through, of an older note naming no route (as a
     summary may not), the newer statement that route R-982 goes through another hub is alike,

@@ -432,8 +432,9 @@ class RouterConfig:
     #: `logistics` current facts 77.6 → 78.8 %, every other figure unchanged (bench/RESULTS.md).
     restated_values_across_languages: float = 0.3
     #: A newer item restates an older one only if its relevance to the question is at least
-    #: this share of the older one's: a text that answers the question far less well is
-    #: about something else, however alike the two read (0: any).
+    #: this share of the older one's, or an older text it restates at the same values had
+    #: that much (a rewording answers as its first wording did): a text that answers the
+    #: question far less well is about something else, however alike the two read (0: any).
     restated_relevance: float = 0.75
 
 

@@ -37,7 +37,10 @@ Items are ranked by score. Then, in order:
   A newer item restates nothing the question asks when it answers the question much less
   well (its relevance under ``router.restated_relevance`` of the older one's; across
   languages its meaning, as a statement in the other language holds none of the
-  question's other words whatever it says), or when it names another identifier of the
+  question's other words whatever it says) and no older text it restates at the same values
+  (:func:`~omoide.recall.statements.same_values`, as alike as the values test asks) answered
+  it that well — "念のため再掲：月の残業上限は36hです。" answers a question about 時間外 as
+  "今後、時間外は月36hまでに抑えてください。" did — or when it names another identifier of the
   form the question asks for where the older one names none (the next incident, another
   route: it states another fact, not this one's new value), or when the two are records of
   one template (:func:`~omoide.recall.statements.two_records`: two bills settled, differing
@@ -90,6 +93,7 @@ from omoide.recall.statements import (
     analysed,
     claimed_values,
     other_values,
+    same_values,
     two_records,
     worded_alike,
 )
@@ -246,7 +250,7 @@ def _restated(
     # restatement is held to the bar across languages (:func:`written_alike`).
     scripts = [writing(f.item.text) for f in candidates]
     alike = _with_sources(candidates, _alike(candidates, scripts, similar, how))
-    holds = _may_restate(candidates, scripts, query, how.restated_relevance)
+    holds = _may_restate(candidates, scripts, query, how, similar)
     kept = _with_restatements(candidates, [passes(f) for f in candidates], alike, holds)
     chosen = [i for i, ok in enumerate(kept) if ok]
     picked = np.ix_(chosen, chosen)
@@ -259,7 +263,11 @@ def _restated(
 
 
 def _may_restate(
-    found: Sequence[Found], scripts: Sequence[Writing], query: str, relevance: float
+    found: Sequence[Found],
+    scripts: Sequence[Writing],
+    query: str,
+    how: Cut,
+    similar: np.ndarray,
 ) -> Callable[[int, int], bool]:
     """``holds(b, a)``: item ``b`` may restate item ``a`` for this question. It keeps as many
     of the values the question names as ``a`` does — the words either language writes alike:
@@ -270,9 +278,10 @@ def _may_restate(
     relevance is at least ``relevance`` of ``a``'s (across languages its meaning: a
     statement in the other language holds none of the question's other words, whatever it
     says): a text that answers the question far less well is about something else, however
-    alike the two read. And it names no other identifier of the asked form
-    (:func:`~omoide.text.identifiers.names_another`) unless ``a`` does: the route R-982 going
-    through another hub says nothing of route R-560."""
+    alike the two read — unless it rewords an older statement of its values that answered
+    as well (the same values, as alike as the values test asks). And it names no other
+    identifier of the asked form (:func:`~omoide.text.identifiers.names_another`) unless
+    ``a`` does: the route R-982 going through another hub says nothing of route R-560."""
     asked = identifier_tokens(query)
     terms = content_terms(query)
     if languages(query) & {"cjk"}:
@@ -288,14 +297,42 @@ def _may_restate(
     def other(i: int) -> bool:
         return bool(asked) and names_another(asked, found[i].item.text)
 
+    relevance = how.restated_relevance
+
     def signal(i: int, same: bool) -> float:
         signals = found[i].item.signals
         relevant = signals.get("relevance", 0.0)
         return relevant if same else signals.get("meaning", relevant)
 
+    def as_well(x: int, a: int) -> bool:
+        same = written_alike(scripts[a], scripts[x])
+        return signal(x, same) >= relevance * signal(a, same)
+
+    def answers(b: int, a: int) -> bool:
+        """``b`` answers the question about as well as ``a``, or an older text it restates
+        at the same values does (its other wording answered as well as it ever did)."""
+        if as_well(b, a):
+            return True
+        when = found[b].item.timestamp
+        if when is None:
+            return False
+        for c in range(len(found)):
+            older = found[c].item.timestamp
+            if c in (a, b) or older is None or older >= when:
+                continue
+            across = not written_alike(scripts[b], scripts[c])
+            bar = how.restated_values_across if across else how.restated_values
+            if (
+                bar > 0
+                and similar[b, c] >= bar
+                and as_well(c, a)
+                and same_values(found[b].item.text, found[c].item.text, across=across)
+            ):
+                return True
+        return False
+
     def holds(b: int, a: int) -> bool:
-        same = written_alike(scripts[a], scripts[b])
-        if signal(b, same) < relevance * signal(a, same) or (other(b) and not other(a)):
+        if (other(b) and not other(a)) or not answers(b, a):
             return False
         return kept(b) >= kept(a) and not two_records(found[a].item.text, found[b].item.text)
 

@@ -26,6 +26,7 @@ __all__ = [
     "claimed_values",
     "kind",
     "other_values",
+    "same_values",
     "two_records",
     "worded_alike",
 ]
@@ -53,6 +54,16 @@ def other_values(first: str, second: str, *, across: bool = False) -> bool:
     within 4 hours are not one fact at two values."""
     a, b = _kinds(first), _kinds(second)
     return any(k in b and a[k] != b[k] for k in a if not (across and _BARE.fullmatch(k)))
+
+
+def same_values(first: str, second: str, *, across: bool = False) -> bool:
+    """True when the two texts name values of one kind and, of every kind both name, the
+    same ones: "念のため再掲：月の残業上限は36hです。" and "今後、時間外は月36hまでに抑えて
+    ください。" state one fact at one value, however differently worded. ``across`` two
+    languages, bare numbers are not read (:func:`other_values`)."""
+    a, b = _kinds(first), _kinds(second)
+    shared = [k for k in a if k in b and not (across and _BARE.fullmatch(k))]
+    return bool(shared) and all(a[k] == b[k] for k in shared)
 
 
 def two_records(first: str, second: str) -> bool:
