@@ -276,15 +276,15 @@ class SqliteDatabase(Database):
         self._conn.execute("BEGIN IMMEDIATE")  # the write lock now: no upgrade deadlocks
 
     def _commit(self, *, durable: bool) -> None:
-        try:
-            self._conn.execute("COMMIT")
-        finally:
-            if not durable:
-                self._conn.execute("PRAGMA synchronous=FULL")
+        self._end("COMMIT", durable=durable)
 
     def _rollback(self, *, durable: bool) -> None:
+        self._end("ROLLBACK", durable=durable)
+
+    def _end(self, statement: str, *, durable: bool) -> None:
+        """Commit or roll back, then wait for the disk again if this transaction did not."""
         try:
-            self._conn.execute("ROLLBACK")
+            self._conn.execute(statement)
         finally:
             if not durable:
                 self._conn.execute("PRAGMA synchronous=FULL")
