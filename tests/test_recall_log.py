@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -155,3 +156,21 @@ def test_a_recall_commits_without_a_sync_and_a_write_with_one(logged: Memory) ->
     assert recalled[-2:] == ["COMMIT", "PRAGMA synchronous=FULL"]
     assert "COMMIT" in written
     assert not any("synchronous" in s for s in written)
+
+
+@pytest.mark.embedded_only
+def test_bookkeeping_that_cannot_begin_leaves_writes_durable(logged: Memory) -> None:
+    """Another process holds the write lock: the bookkeeping transaction fails to begin, and
+    the connection waits for the disk again for the writes after it."""
+    assert logged.db is not None and logged.db.path is not None
+    other = sqlite3.connect(str(logged.db.path), isolation_level=None)
+    logged.db._conn.execute("PRAGMA busy_timeout=0")
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        with pytest.raises(sqlite3.OperationalError), logged.db.transaction(durable=False):
+            pass
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+        logged.db._conn.execute("PRAGMA busy_timeout=30000")
+    assert logged.db.scalar("PRAGMA synchronous") == 2

@@ -271,9 +271,17 @@ class SqliteDatabase(Database):
     # -- transactions -------------------------------------------------------------------
 
     def _begin(self, *, durable: bool) -> None:
-        if not durable:  # WAL: NORMAL commits without a sync; the next FULL commit syncs
-            self._conn.execute("PRAGMA synchronous=NORMAL")  # (settable between transactions)
-        self._conn.execute("BEGIN IMMEDIATE")  # the write lock now: no upgrade deadlocks
+        if durable:
+            self._conn.execute("BEGIN IMMEDIATE")  # the write lock now: no upgrade deadlocks
+            return
+        # WAL: NORMAL commits without a sync, and the next FULL commit syncs what it wrote;
+        # settable between transactions only, so set here and reset when this one ends.
+        self._conn.execute("PRAGMA synchronous=NORMAL")
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+        except BaseException:
+            self._conn.execute("PRAGMA synchronous=FULL")
+            raise
 
     def _commit(self, *, durable: bool) -> None:
         self._end("COMMIT", durable=durable)
