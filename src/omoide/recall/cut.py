@@ -308,28 +308,30 @@ def _may_restate(
         same = written_alike(scripts[a], scripts[x])
         return signal(x, same) >= relevance * signal(a, same)
 
-    def answers(b: int, a: int) -> bool:
-        """``b`` answers the question about as well as ``a``, or an older text it restates
-        at the same values does (its other wording answered as well as it ever did)."""
-        if as_well(b, a):
-            return True
+    @cache
+    def rewords(b: int) -> tuple[int, ...]:
+        """The older texts ``b`` restates at the same values, as alike as the values test
+        asks (read only for a pair that fails :func:`as_well`)."""
         when = found[b].item.timestamp
-        if when is None:
-            return False
-        for c in range(len(found)):
-            older = found[c].item.timestamp
-            if c in (a, b) or older is None or older >= when:
+        out = []
+        for c, other_item in enumerate(found):
+            older = other_item.item.timestamp
+            if when is None or older is None or older >= when:
                 continue
             across = not written_alike(scripts[b], scripts[c])
             bar = how.restated_values_across if across else how.restated_values
             if (
                 bar > 0
                 and similar[b, c] >= bar
-                and as_well(c, a)
-                and same_values(found[b].item.text, found[c].item.text, across=across)
+                and same_values(found[b].item.text, other_item.item.text, across=across)
             ):
-                return True
-        return False
+                out.append(c)
+        return tuple(out)
+
+    def answers(b: int, a: int) -> bool:
+        """``b`` answers the question about as well as ``a``, or an older text it restates
+        at the same values does (its other wording answered as well as it ever did)."""
+        return as_well(b, a) or any(c != a and as_well(c, a) for c in rewords(b))
 
     def holds(b: int, a: int) -> bool:
         if (other(b) and not other(a)) or not answers(b, a):

@@ -52,8 +52,8 @@ def other_values(first: str, second: str, *, across: bool = False) -> bool:
     ``across`` two languages, a bare number (``84``, ``4`` of "4 hours") has no kind: its
     unit is a word, written in each text's own language, so a score of 84 and a reply
     within 4 hours are not one fact at two values."""
-    a, b = _kinds(first), _kinds(second)
-    return any(k in b and a[k] != b[k] for k in a if not (across and _BARE.fullmatch(k)))
+    a, b, shared = _compared(first, second, across)
+    return any(a[k] != b[k] for k in shared)
 
 
 def same_values(first: str, second: str, *, across: bool = False) -> bool:
@@ -61,9 +61,17 @@ def same_values(first: str, second: str, *, across: bool = False) -> bool:
     same ones: "念のため再掲：月の残業上限は36hです。" and "今後、時間外は月36hまでに抑えて
     ください。" state one fact at one value, however differently worded. ``across`` two
     languages, bare numbers are not read (:func:`other_values`)."""
-    a, b = _kinds(first), _kinds(second)
-    shared = [k for k in a if k in b and not (across and _BARE.fullmatch(k))]
+    a, b, shared = _compared(first, second, across)
     return bool(shared) and all(a[k] == b[k] for k in shared)
+
+
+def _compared(
+    first: str, second: str, across: bool
+) -> tuple[Mapping[str, frozenset[str]], Mapping[str, frozenset[str]], list[str]]:
+    """Both texts' values by kind, and the kinds both name (``across`` languages, not bare
+    numbers: their unit is a word of each language)."""
+    a, b = _kinds(first), _kinds(second)
+    return a, b, [k for k in a if k in b and not (across and _BARE.fullmatch(k))]
 
 
 def two_records(first: str, second: str) -> bool:
