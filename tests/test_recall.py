@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import numpy as np
 import pytest
 
 from omoide import ManualClock, Memory
 from omoide.core.models import LAYERS
 from omoide.errors import UnknownLayerError, ValidationError
+from omoide.layers.episodic.copies import one_per_text
 from omoide.recall.route import route
 from omoide.text.fulltext import content_terms, coverage
 from omoide.text.lexicon import cross_share
@@ -803,6 +805,21 @@ def test_copies_found_by_words_take_one_place_of_the_pool_by_words(mem: Memory) 
     by_words = {c.episode.id: c for c in found if c.key_score > 0}
     assert other.id in by_words
     assert sum(c.episode.description == note for c in by_words.values()) == 1
+
+
+def test_different_texts_equally_similar_to_the_question_are_not_taken_for_copies() -> None:
+    """Copies are told by their vectors, not by an equal similarity alone: two texts that
+    meet on one float both stay candidates (one of 96 episodes went missing from a search
+    when they did), while true copies still give one place to the newest."""
+    rng = np.random.default_rng(7)
+    a, b = (rng.standard_normal(8).astype(np.float32) for _ in range(2))
+    vectors = {1: a, 2: b, 3: a.copy(), 4: a.copy()}
+    dense = {1: 0.5, 2: 0.5, 3: 0.5, 4: 0.5}  # all four equally similar to the question
+    words, meaning = one_per_text({2: 3.0, 3: 2.0}, dense, vectors, pool=10, nearest=10)
+    assert set(meaning) == {2, 4}  # b, and the newest copy of a
+    assert words == {2: 3.0, 4: 2.0}  # a copy found by words stands as the newest copy
+    unknown = one_per_text({}, {5: 0.5, 6: 0.5}, {}, pool=10, nearest=10)[1]
+    assert set(unknown) == {5, 6}  # without their vectors, neither stands for the other
 
 
 def test_an_episode_naming_the_asked_code_is_a_candidate_however_few_words_it_holds(

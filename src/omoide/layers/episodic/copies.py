@@ -9,6 +9,11 @@ The episodic search (:mod:`omoide.layers.episodic.search`) reads its pools again
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+import numpy as np
+import numpy.typing as npt
+
 __all__ = ["COPIES", "one_per_text"]
 
 #: How many times deeper than each pool candidates are read again when copies of one note
@@ -17,21 +22,52 @@ COPIES = 4
 
 
 def one_per_text(
-    keys: dict[int, float], dense: dict[int, float], pool: int, nearest: int
+    keys: dict[int, float],
+    dense: dict[int, float],
+    vectors: Mapping[int, npt.NDArray[np.float32]],
+    pool: int,
+    nearest: int,
 ) -> tuple[dict[int, float], dict[int, float]]:
     """The best ``pool`` by words and ``nearest`` by meaning (and the meaning of those found by
     words), one episode per vector: copies of one note by one writer, written every day, have
     one, and would otherwise take a place of each pool for every day. The newest copy (the
-    highest row id) stands for its copies, with the best words any of them had read."""
-    newest: dict[float, int] = {}
+    highest row id) stands for its copies, with the best words any of them had read.
+
+    Copies are told by their ``vectors``, compared only where two similarities to the query
+    are equal: different texts can meet on one float, and neither may stand for the other.
+    """
+    stands_for: dict[int, int] = {}  # row id -> the newest copy of its vector
+    by_cosine: dict[float, list[int]] = {}  # similarity -> the newest copy of each vector
     for rowid, cosine in dense.items():
-        newest[cosine] = max(newest.get(cosine, rowid), rowid)
+        newest = by_cosine.setdefault(cosine, [])
+        for i, other in enumerate(newest):
+            if _same_vector(vectors, rowid, other):
+                newest[i] = max(other, rowid)
+                break
+        else:
+            newest.append(rowid)
+    for newest in by_cosine.values():
+        for kept in newest:
+            stands_for[kept] = kept
+    for rowid, cosine in dense.items():
+        if rowid not in stands_for:
+            stands_for[rowid] = next(
+                kept for kept in by_cosine[cosine] if _same_vector(vectors, rowid, kept)
+            )
     words: dict[int, float] = {}
     for rowid, bm25 in keys.items():
-        kept = newest.get(dense.get(rowid, float("nan")), rowid)
+        kept = stands_for.get(rowid, rowid)
         words[kept] = max(words.get(kept, 0.0), bm25)
     best_words = dict(sorted(words.items(), key=lambda pair: -pair[1])[:pool])
-    by_meaning = sorted(newest.items(), reverse=True)[:nearest]
+    by_meaning = sorted(
+        ((cosine, kept) for cosine, newest in by_cosine.items() for kept in newest), reverse=True
+    )[:nearest]
     meaning = {r: c for c, r in by_meaning}
     meaning.update({r: dense[r] for r in best_words if r in dense})
     return best_words, meaning
+
+
+def _same_vector(vectors: Mapping[int, npt.NDArray[np.float32]], a: int, b: int) -> bool:
+    """Whether episodes ``a`` and ``b`` have one vector (unknown vectors are not the same)."""
+    va, vb = vectors.get(a), vectors.get(b)
+    return va is not None and vb is not None and bool(np.array_equal(va, vb))

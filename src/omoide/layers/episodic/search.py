@@ -338,7 +338,7 @@ class EpisodeSearch:
             )
             if len(set(dense.values())) == len(dense):
                 break
-        words, meaning = one_per_text(keys, dense, pool, nearest)
+        words, meaning = one_per_text(keys, dense, vectors, pool, nearest)
         keys = named | words
         dense = meaning | {r: dense[r] for r in named if r in dense}
         episodes = self.rows.fetch_rowids(set(keys) | set(dense))
