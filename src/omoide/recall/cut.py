@@ -313,10 +313,12 @@ def _may_restate(
         """The older texts ``b`` restates at the same values, as alike as the values test
         asks (read only for a pair that fails :func:`as_well`)."""
         when = found[b].item.timestamp
+        if when is None:
+            return ()
         out = []
         for c, other_item in enumerate(found):
             older = other_item.item.timestamp
-            if when is None or older is None or older >= when:
+            if older is None or older >= when:
                 continue
             across = not written_alike(scripts[b], scripts[c])
             bar = how.restated_values_across if across else how.restated_values

@@ -36,32 +36,28 @@ def one_per_text(
     Copies are told by their ``vectors``, compared only where two similarities to the query
     are equal: different texts can meet on one float, and neither may stand for the other.
     """
-    stands_for: dict[int, int] = {}  # row id -> the newest copy of its vector
-    by_cosine: dict[float, list[int]] = {}  # similarity -> the newest copy of each vector
+    by_cosine: dict[float, list[list[int]]] = {}  # similarity -> the copies of each vector
     for rowid, cosine in dense.items():
-        newest = by_cosine.setdefault(cosine, [])
-        for i, other in enumerate(newest):
-            if _same_vector(vectors, rowid, other):
-                newest[i] = max(other, rowid)
+        vectors_here = by_cosine.setdefault(cosine, [])
+        for copies in vectors_here:
+            if _same_vector(vectors, rowid, copies[0]):
+                copies.append(rowid)
                 break
         else:
-            newest.append(rowid)
-    for newest in by_cosine.values():
-        for kept in newest:
-            stands_for[kept] = kept
-    for rowid, cosine in dense.items():
-        if rowid not in stands_for:
-            stands_for[rowid] = next(
-                kept for kept in by_cosine[cosine] if _same_vector(vectors, rowid, kept)
-            )
+            vectors_here.append([rowid])
+    newest: list[tuple[float, int]] = []  # (similarity, the newest copy) of each vector
+    stands_for: dict[int, int] = {}  # row id -> the newest copy of its vector
+    for cosine, vectors_here in by_cosine.items():
+        for copies in vectors_here:
+            kept = max(copies)
+            newest.append((cosine, kept))
+            stands_for.update(dict.fromkeys(copies, kept))
     words: dict[int, float] = {}
     for rowid, bm25 in keys.items():
         kept = stands_for.get(rowid, rowid)
         words[kept] = max(words.get(kept, 0.0), bm25)
     best_words = dict(sorted(words.items(), key=lambda pair: -pair[1])[:pool])
-    by_meaning = sorted(
-        ((cosine, kept) for cosine, newest in by_cosine.items() for kept in newest), reverse=True
-    )[:nearest]
+    by_meaning = sorted(newest, reverse=True)[:nearest]
     meaning = {r: c for c, r in by_meaning}
     meaning.update({r: dense[r] for r in best_words if r in dense})
     return best_words, meaning
