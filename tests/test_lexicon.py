@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from omoide import ManualClock, Memory
-from omoide.text.lexicon import cross_share, japanese_words
+from omoide.text.lexicon import cross_share, japanese_words, translated_alike
 from omoide.text.relevance import writing, written_alike
 
 
@@ -37,6 +37,16 @@ def test_words_match_whole_and_inflected() -> None:
     glossed "typeface", the text says "typefaces")."""
     assert cross_share("What should I do if I lose my pass?", "パスワードを変更する。") == 0.0
     assert cross_share("書体は？", "Only typefaces from the approved list may be used.") == 1.0
+
+
+def test_two_texts_are_translated_alike_when_either_holds_a_word_of_the_other() -> None:
+    """Either way round: 点呼 is "roll call", and 時間外 holds no word of "Overtime cap" but 月
+    is the "month" of "per month"."""
+    roll_call = "ドライバー各位、点呼の開始は06:45です。"
+    assert translated_alike(roll_call, "Drivers: the roll call now begins at 07:15.")
+    assert translated_alike("Overtime cap: 36h per month", "時間外は月45hまで。")
+    assert not translated_alike(roll_call, "Same-day parcels must be handed over by 16:30.")
+    assert not translated_alike("会議室の予約", "会議室は予約制です。")
 
 
 def test_texts_in_one_language_are_not_matched_through_the_list() -> None:

@@ -618,6 +618,26 @@ def test_a_value_another_fact_names_in_the_older_language_is_no_new_value() -> N
         assert ids == (["new", "old"] if restated else ["old"]), (alike, when)
 
 
+def test_across_languages_values_of_one_shape_need_a_word_in_common() -> None:
+    """Across languages the model rates a restatement as alike as unrelated text, so values
+    of one kind are the evidence — with a word one text holds of the other, translated: a
+    deadline at 16:30 is not the roll call at 06:45 moved, a roll call at 07:15 is."""
+    how = dataclasses.replace(
+        HOW,
+        restated_similarity=0.8,
+        restated_across_languages=0.5,
+        restated_values=0.5,
+        restated_values_across=0.3,
+    )
+    question = "点呼は何時から？"
+    older = "ドライバー各位、点呼の開始は06:45です。"
+    for newer, restated in (
+        ("Drivers: the roll call now begins at 07:15.", True),
+        ("Same-day parcels must be handed over by 16:30.", False),
+    ):
+        assert _newer_restates(question, older, newer, 0.45, how) is restated, newer
+
+
 def test_a_japanese_sentence_naming_a_latin_code_restates_across_languages() -> None:
     """A Japanese sentence naming "room C-310" states its fact in Japanese: as the newer
     statement of an English one it is held to the bars across languages (values of one kind
@@ -638,14 +658,28 @@ def test_a_japanese_sentence_naming_a_latin_code_restates_across_languages() -> 
         assert _newer_restates(question, older, newer, 0.45, how) is restated, newer
 
 
-def test_across_languages_a_bare_number_is_no_value_of_a_kind() -> None:
-    """A number without a unit of its own ("84", the "4" of "4 hours") takes its kind from a
-    word, written in each text's language: across languages two such numbers are not one
-    fact at two values, while times, codes and amounts with their unit still are."""
+def test_a_numbers_unit_is_part_of_its_kind() -> None:
+    """A number's kind holds the unit written with it (a sign, a currency, a word): a score of
+    84 and a reply within 4 hours, car 118 and 8°C, are not one fact at two values, while
+    two delays in minutes, two percentages or two amounts in yen are."""
     score = "support finished a task with quality score 84."
     reply = "決定: サポートは4 hours以内に顧客へ返信する。"
-    assert other_values(score, reply)
+    assert not other_values(score, reply)
     assert not other_values(score, reply, across=True)
+    assert not other_values("118号車の給油完了。", "チルド便は荷室8°C以下を保つこと。")
+    assert other_values("遅れが30分を超えたら電話。", "遅れが45分を超えたら電話。")
+    assert other_values("Reply within 4 hours.", "Reply within 2 hours.")
+    assert not other_values("Reply within 4 hours.", "Load 2 pallets.")
+    assert other_values("Fuel surcharge is 12.5%.", "燃油サーチャージ率は14.0%。", across=True)
+    assert other_values("Paid ¥454,000.", "精算：¥339,000を支払済み。", across=True)
+
+
+def test_across_languages_a_number_with_a_word_for_its_unit_is_no_value_of_a_kind() -> None:
+    """A number whose unit is a word ("4 hours", "4時間") takes its kind from a word written in
+    each text's language: across languages two such numbers are not one fact at two
+    values, while times, codes and amounts with a sign still are."""
+    assert other_values("Reply within 4 hours.", "Reply within 2 hours.")
+    assert not other_values("Reply within 4 hours.", "2時間以内に返信する。", across=True)
     assert other_values("点呼の開始は06:45です。", "Roll call now starts at 07:15.", across=True)
     assert other_values("時間外は月45hまで。", "Overtime cap: 36h a month.", across=True)
     assert other_values("会議はroom B-204。", "The meeting is in room C-310.", across=True)

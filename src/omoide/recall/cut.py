@@ -32,8 +32,11 @@ Items are ranked by score. Then, in order:
   value when at least ``router.restated_values`` alike ("時間外労働は月40hまでとします。"
   and "今後、時間外は月36hまでに抑えてください。", 0.62) — in different languages
   ``router.restated_values_across_languages``, as the model rates a restatement in the
-  other language as alike as unrelated text (there a bare number has no kind: its unit is
-  a word of each text's language, and a score of ``84`` is no reply time of ``4`` hours).
+  other language as alike as unrelated text — when one of the two also holds a word of the
+  other translated (:func:`~omoide.text.lexicon.translated_alike`: a code or a time in
+  common shape alone does not make an incident report the new value of a deadline; and
+  there a number without a unit has no kind, a score of ``84`` being no reply time of
+  ``4`` hours).
   A newer item restates nothing the question asks when it answers the question much less
   well (its relevance under ``router.restated_relevance`` of the older one's; across
   languages its meaning, as a statement in the other language holds none of the
@@ -99,6 +102,7 @@ from omoide.recall.statements import (
 )
 from omoide.text.fulltext import content_terms
 from omoide.text.identifiers import codes, identifier_tokens, identifiers, names_another
+from omoide.text.lexicon import translated_alike
 from omoide.text.relevance import (
     Writing,
     languages,
@@ -374,7 +378,7 @@ def _alike(
         ) or (
             similar[a, b] >= bars[a, b]
             and other_values(first, second, across=differ[a, b])
-            and not (differ[a, b] and claimed(a, b))
+            and not (differ[a, b] and (claimed(a, b) or not translated_alike(first, second)))
         ):
             alike[a, b] = alike[b, a] = True
     return alike

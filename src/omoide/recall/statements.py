@@ -3,9 +3,9 @@
 The cut (:mod:`omoide.recall.cut`) counts two texts as one statement at a new value when the
 model rates them less alike than a rewording: one sentence with other values in it
 (:func:`worded_alike`), or two texts naming values of one kind and not the same ones
-(:func:`other_values`) — a time after a time, a room after a room, not a duration after a
-time. Each text's words are read once and remembered: the candidates of one store recur
-from question to question.
+(:func:`other_values`) — a time after a time, a room after a room, a number after a number
+in its unit, not a duration after a time. Each text's words are read once and remembered:
+the candidates of one store recur from question to question.
 """
 
 from __future__ import annotations
@@ -35,6 +35,12 @@ __all__ = [
 _PREFIX = re.compile(r"[a-z]+(?=[-.#]?0)")
 #: The kind of a bare number: digits, maybe with a decimal point or thousands separators.
 _BARE = re.compile(r"0(?:[.,]0)*")
+#: What follows a number as its unit: a sign, a katakana word, a kanji, an English word.
+_UNIT = re.compile(
+    r" ?(?:(%|°[CF]?|‰)|([\u30a1-\u30fa\u30fc]+)|([\u3005\u4e00-\u9fff])|([A-Za-z]+))"
+)
+#: Currency signs written before an amount.
+_CURRENCY = frozenset("¥$€£")
 
 
 def worded_alike(first: str, second: str, share: float) -> bool:
@@ -46,12 +52,13 @@ def worded_alike(first: str, second: str, share: float) -> bool:
 
 def other_values(first: str, second: str, *, across: bool = False) -> bool:
     """True when the two texts name values of one kind (:func:`kind`: ``36h`` and ``45h``,
-    ``06:45`` and ``07:15``, ``room B-204`` and ``room C-310``) and not the same ones of it:
-    one fact stated at two values. Values of different kinds (the roll call at ``06:45``, a
-    call once a delay passes ``30`` minutes) are two facts, however alike the texts read.
-    ``across`` two languages, a bare number (``84``, ``4`` of "4 hours") has no kind: its
-    unit is a word, written in each text's own language, so a score of 84 and a reply
-    within 4 hours are not one fact at two values."""
+    ``06:45`` and ``07:15``, ``room B-204`` and ``room C-310``; a number with its unit,
+    ``30分`` and ``45分``, ``12.5%`` and ``14.0%``) and not the same ones of it: one fact
+    stated at two values. Values of different kinds (the roll call at ``06:45``, a call once
+    a delay passes ``30`` minutes; car ``118`` and ``8°C``) are two facts, however alike the
+    texts read. ``across`` two languages, a number written without a unit (``84``) has no
+    kind; a unit that is a word is written in each text's own language (``4 hours``,
+    ``2時間``), so only a sign (``%``, ``°C``, ``¥``) makes two numbers one kind there."""
     a, b, shared = _compared(first, second, across)
     return any(a[k] != b[k] for k in shared)
 
@@ -68,8 +75,8 @@ def same_values(first: str, second: str, *, across: bool = False) -> bool:
 def _compared(
     first: str, second: str, across: bool
 ) -> tuple[Mapping[str, frozenset[str]], Mapping[str, frozenset[str]], list[str]]:
-    """Both texts' values by kind, and the kinds both name (``across`` languages, not bare
-    numbers: their unit is a word of each language)."""
+    """Both texts' values by kind, and the kinds both name (``across`` languages, not the
+    numbers written without a unit)."""
     a, b = _kinds(first), _kinds(second)
     return a, b, [k for k in a if k in b and not (across and _BARE.fullmatch(k))]
 
@@ -133,18 +140,45 @@ def kind(value: str) -> str:
     """The kind of a value (an identifier, :mod:`omoide.text.identifiers`): its form, every
     run of digits one ``0``, with letters written before a number as one ``a`` — ``B-204``
     and ``C-310`` are ``a-0``, ``F3`` and ``K1`` are ``a0``: a code's letters name the value,
-    not its kind — while a unit after it stays (``36h`` is ``0h``, ``12.5%`` is ``0.0%``)."""
+    not its kind — while a unit written into it stays (``36h`` is ``0h``). A number's unit
+    written after it in the text joins its kind where the text is read (:func:`_units`)."""
     return _PREFIX.sub("a", form(value))
 
 
 @lru_cache(maxsize=16_384)
 def _kinds(text: str) -> Mapping[str, frozenset[str]]:
     """A text's values by their kind, remembered (candidates recur); full-width digits read
-    as digits."""
+    as digits. A bare number's kind holds its unit (:func:`_units`): car ``118`` of
+    "118号車" and the ``8`` of "8°C" are not one value of two facts."""
+    text = unicodedata.normalize("NFKC", text)
     out: dict[str, set[str]] = {}
-    for token in identifiers(unicodedata.normalize("NFKC", text)):
-        out.setdefault(kind(token), set()).add(token)
+    for token in identifiers(text):
+        shape = kind(token)
+        if _BARE.fullmatch(shape):
+            for unit in _units(text, token):
+                out.setdefault(unit.replace("0", shape, 1), set()).add(token)
+        else:
+            out.setdefault(shape, set()).add(token)
     return {k: frozenset(tokens) for k, tokens in out.items()}
+
+
+def _units(text: str, number: str) -> set[str]:
+    """The kinds of ``number`` where ``text`` writes it, ``0`` standing for the number: a
+    currency sign before it (``¥0``), or the unit after it — a sign (``0%``, ``0°c``), a
+    katakana word (``0パレット``), the first kanji (``0号`` of "118号車", ``0分``), an English
+    word (``0 pallet``); plain ``0`` where nothing follows."""
+    out = set()
+    for match in re.finditer(rf"(?<![A-Za-z0-9.,:/#-]){re.escape(number)}(?![0-9A-Za-z])", text):
+        before = text[match.start() - 1] if match.start() else ""
+        unit = _UNIT.match(text, match.end())
+        after = ""
+        if unit is not None:
+            after = next(g for g in unit.groups() if g is not None).casefold()
+            if unit.group(4) is not None:
+                plural = len(after) > 3 and after.endswith("s") and not after.endswith("ss")
+                after = " " + (after[:-1] if plural else after)
+        out.add((before if before in _CURRENCY else "") + "0" + after)
+    return out or {"0"}
 
 
 @lru_cache(maxsize=16_384)

@@ -27,7 +27,7 @@ from importlib import resources
 
 from omoide.text.fulltext import STOP_WORDS, content_terms
 
-__all__ = ["cross_share", "japanese_words"]
+__all__ = ["cross_share", "japanese_words", "translated_alike"]
 
 _CJK_RUN = re.compile(r"[\u3005\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]+")
 _HIRAGANA = re.compile(r"^[\u3040-\u309f]+$")
@@ -187,3 +187,11 @@ def cross_share(question: str, text: str) -> float:
         for word in japanese_words(text):
             held |= wanted.get(word, frozenset())
     return len(held) / count
+
+
+@lru_cache(maxsize=16_384)
+def translated_alike(first: str, second: str) -> bool:
+    """True when one of two texts in different languages holds a translation of a word of
+    the other (:func:`cross_share`): some word of their own, beyond the values both write
+    alike, says they speak of one thing."""
+    return cross_share(first, second) > 0 or cross_share(second, first) > 0
