@@ -618,44 +618,40 @@ def test_a_value_another_fact_names_in_the_older_language_is_no_new_value() -> N
         assert ids == (["new", "old"] if restated else ["old"]), (alike, when)
 
 
+#: The restatement bars of the default configuration, within and across languages.
+ACROSS = dataclasses.replace(
+    HOW,
+    restated_similarity=0.8,
+    restated_across_languages=0.5,
+    restated_values=0.5,
+    restated_values_across=0.3,
+)
+
+
 def test_across_languages_values_of_one_shape_need_a_word_in_common() -> None:
     """Across languages the model rates a restatement as alike as unrelated text, so values
     of one kind are the evidence — with a word one text holds of the other, translated: a
     deadline at 16:30 is not the roll call at 06:45 moved, a roll call at 07:15 is."""
-    how = dataclasses.replace(
-        HOW,
-        restated_similarity=0.8,
-        restated_across_languages=0.5,
-        restated_values=0.5,
-        restated_values_across=0.3,
-    )
     question = "点呼は何時から？"
     older = "ドライバー各位、点呼の開始は06:45です。"
     for newer, restated in (
         ("Drivers: the roll call now begins at 07:15.", True),
         ("Same-day parcels must be handed over by 16:30.", False),
     ):
-        assert _newer_restates(question, older, newer, 0.45, how) is restated, newer
+        assert _newer_restates(question, older, newer, 0.45, ACROSS) is restated, newer
 
 
 def test_a_japanese_sentence_naming_a_latin_code_restates_across_languages() -> None:
     """A Japanese sentence naming "room C-310" states its fact in Japanese: as the newer
     statement of an English one it is held to the bars across languages (values of one kind
     0.3 alike), which the model's 0.45 passes, not to those within one language (0.5)."""
-    how = dataclasses.replace(
-        HOW,
-        restated_similarity=0.8,
-        restated_across_languages=0.5,
-        restated_values=0.5,
-        restated_values_across=0.3,
-    )
     question = "運行ミーティングってどこでやってる？"
     older = "The weekly operations meeting is held in room B-204."
     for newer, restated in (
         ("来週以降、運行会議はroom C-310でやります。", True),
         ("From next week the operations meeting is held in room C-310.", False),
     ):
-        assert _newer_restates(question, older, newer, 0.45, how) is restated, newer
+        assert _newer_restates(question, older, newer, 0.45, ACROSS) is restated, newer
 
 
 def test_a_numbers_unit_is_part_of_its_kind() -> None:
