@@ -666,6 +666,7 @@ def test_a_numbers_unit_is_part_of_its_kind() -> None:
     assert other_values("遅れが30分を超えたら電話。", "遅れが45分を超えたら電話。")
     assert other_values("Reply within 4 hours.", "Reply within 2 hours.")
     assert not other_values("Reply within 4 hours.", "Load 2 pallets.")
+    assert other_values("The score was 84 and rising.", "The score was 90.")  # no unit
     assert other_values("Fuel surcharge is 12.5%.", "燃油サーチャージ率は14.0%。", across=True)
     assert other_values("Paid ¥454,000.", "精算：¥339,000を支払済み。", across=True)
 

@@ -18,7 +18,7 @@ from functools import cache, lru_cache
 
 import numpy as np
 
-from omoide.text.fulltext import index_text
+from omoide.text.fulltext import STOP_WORDS, index_text
 from omoide.text.identifiers import form, identifiers
 
 __all__ = [
@@ -174,7 +174,9 @@ def _units(text: str, number: str) -> set[str]:
         after = ""
         if unit is not None:
             after = next(g for g in unit.groups() if g is not None).casefold()
-            if unit.group(4) is not None:
+            if unit.group(4) is not None and after in STOP_WORDS:
+                after = ""  # "84 and …": no unit
+            elif unit.group(4) is not None:
                 plural = len(after) > 3 and after.endswith("s") and not after.endswith("ss")
                 after = " " + (after[:-1] if plural else after)
         out.add((before if before in _CURRENCY else "") + "0" + after)
