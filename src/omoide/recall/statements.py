@@ -37,7 +37,7 @@ _PREFIX = re.compile(r"[a-z]+(?=[-.#]?0)")
 _BARE = re.compile(r"0(?:[.,]0)*")
 #: What follows a number as its unit: a sign, a katakana word, a kanji, an English word.
 _UNIT = re.compile(
-    r" ?(?:(%|°[CF]?|‰)|([\u30a1-\u30fa\u30fc]+)|([\u3005\u4e00-\u9fff])|([A-Za-z]+))"
+    r" ?(?:(?P<mark>%|°[CF]?|‰|[\u30a1-\u30fa\u30fc]+|[\u3005\u4e00-\u9fff])|(?P<word>[A-Za-z]+))"
 )
 #: Currency signs written before an amount.
 _CURRENCY = frozenset("¥$€£")
@@ -170,17 +170,24 @@ def _units(text: str, number: str) -> set[str]:
     out = set()
     for match in re.finditer(rf"(?<![A-Za-z0-9.,:/#-]){re.escape(number)}(?![0-9A-Za-z])", text):
         before = text[match.start() - 1] if match.start() else ""
-        unit = _UNIT.match(text, match.end())
-        after = ""
-        if unit is not None:
-            after = next(g for g in unit.groups() if g is not None).casefold()
-            if unit.group(4) is not None and after in STOP_WORDS:
-                after = ""  # "84 and …": no unit
-            elif unit.group(4) is not None:
-                plural = len(after) > 3 and after.endswith("s") and not after.endswith("ss")
-                after = " " + (after[:-1] if plural else after)
-        out.add((before if before in _CURRENCY else "") + "0" + after)
+        out.add((before if before in _CURRENCY else "") + "0" + _unit(text, match.end()))
     return out or {"0"}
+
+
+def _unit(text: str, at: int) -> str:
+    """The unit written at ``at``, right after a number, as it joins the number's kind: a
+    sign or a Japanese word as written, an English word singular after a space; ``""`` for
+    none (nothing, or a stop word: "84 and …")."""
+    unit = _UNIT.match(text, at)
+    if unit is None:
+        return ""
+    if unit["mark"]:
+        return unit["mark"].casefold()
+    word = unit["word"].casefold()
+    if word in STOP_WORDS:
+        return ""
+    plural = len(word) > 3 and word.endswith("s") and not word.endswith("ss")
+    return " " + (word[:-1] if plural else word)
 
 
 @lru_cache(maxsize=16_384)
