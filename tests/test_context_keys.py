@@ -11,7 +11,8 @@ from omoide import ManualClock, Memory
 from omoide.layers.episodic.context_keys import date_words, key_texts, thread_of
 from omoide.layers.episodic.rows import EpisodicRows
 from omoide.storage import SqliteDatabase
-from omoide.storage.migrations import CONTEXT_KEYS_REBUILD, MIGRATIONS
+from omoide.storage.migrations import MIGRATIONS
+from omoide.storage.rebuilds import CONTEXT_KEYS_REBUILD
 
 pytestmark = pytest.mark.both_engines
 

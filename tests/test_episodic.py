@@ -442,6 +442,9 @@ def test_count_holding_tells_a_rare_phrase_from_a_common_one(mem: Memory) -> Non
     assert mem.episodic.count_holding("e-03424", limit=10) == 2  # as the index reads it
     assert mem.episodic.count_holding("Q1", limit=3) == 3  # counted up to the limit only
     assert mem.episodic.count_holding("E-99999", limit=10) == 0
+    mem.episodic.record("ops", "decision", "Same-day parcels go by 16:30; same day, same rules.")
+    assert mem.episodic.count_holding("same-day parcels", limit=10) == 1  # a phrase of parts
+    assert mem.episodic.count_holding("day parcels", limit=10) == 1
     assert mem.episodic.count_holding("。", limit=10) == 0  # no words at all
     mem.episodic.delete("other")
     assert mem.episodic.count_holding("E-03400", limit=10) == 0

@@ -27,6 +27,24 @@ def test_query_terms_drop_stop_words_and_particles() -> None:
     assert match_expression("the of and") is None
 
 
+def test_a_hyphenated_compound_is_its_parts_and_one_word() -> None:
+    assert analyze("Same-day parcels, follow‐up e-mail") == [
+        *["same", "day", "parcels", "follow", "up", "e", "mail"],
+        *["sameday", "followup", "email"],  # after every other term: phrases read the parts
+    ]
+    assert analyze("Same-day parcels", compounds=False) == ["same", "day", "parcels"]
+    # Codes, dates and numbers are not words: their parts stay apart.
+    assert analyze("HX-101 on 2026-12-07, e-3") == ["hx", "101", "on", "2026", "12", "07", "e", "3"]
+    assert analyze("当日-便") == ["当日", "便"]
+    question = "What's the latest a box can make the same-day truck?"
+    assert query_terms(question) == ["latest", "box", "make", "day", "truck", "sameday"]
+    assert content_terms(question, compounds=False) == ["latest", "box", "make", "day", "truck"]
+    # A text writing the compound holds one term of the question more than one sharing a part.
+    terms = content_terms(question)
+    assert coverage(terms, "Same-day parcels leave on the 16:30 truck.") == 3 / 6
+    assert coverage(terms, "Every day the 16:30 truck leaves.") == 2 / 6
+
+
 def test_content_terms_drop_bigrams_holding_hiragana_unless_nothing_else_remains() -> None:
     question = "supportはQ1 budgetについて何を決めた？"
     assert "何を" in query_terms(question)

@@ -49,6 +49,15 @@ def test_two_texts_are_translated_alike_when_either_holds_a_word_of_the_other() 
     assert not translated_alike("会議室の予約", "会議室は予約制です。")
 
 
+def test_a_hyphenated_compound_is_translated_by_its_parts() -> None:
+    """The list knows words, not compounds: "check-in" asks for what "check in" does, and its
+    form as one word ("checkin") is no further word the answer must translate."""
+    answer = "ドライバーの朝の点呼は06:45開始。"
+    share = cross_share("When is the morning check in for drivers?", answer)
+    assert share > 0
+    assert cross_share("When is the morning check-in for drivers?", answer) == share
+
+
 def test_texts_in_one_language_are_not_matched_through_the_list() -> None:
     assert cross_share("会議室の予約", "会議室は予約制です。") == 0.0
     assert cross_share("room booking", "Rooms are booked online.") == 0.0

@@ -57,6 +57,7 @@ def test_a_fresh_store_has_run_every_rebuild(tmp_path: Path, clock: ManualClock)
         assert mem.db.pending_rebuilds() == []
         assert {r[0] for r in mem.db.query("SELECT name FROM rebuilds")} == {
             "episode_context_keys",
+            "episode_fulltext",
             "semantic_fulltext",
             "episode_tokens",
             "chunk_tokens",
@@ -69,3 +70,24 @@ def test_the_database_of_a_closed_memory_is_refused(tmp_path: Path, clock: Manua
     mem.close()
     with pytest.raises(OmoideError, match="closed"):
         _ = mem.db
+
+
+def test_a_store_indexed_before_compounds_is_analysed_again(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    """Migration 0014 requests every full-text index analysed again: a store written before
+    it holds no compound as one word, and holds each after it opens."""
+    with Memory(tmp_path / "d", clock=clock) as mem:
+        mem.episodic.record("ops", "decision", "Same-day parcels go by 16:30.")
+        mem.semantic.store("knowledge", ["Follow-up calls start at 09:00."], ids=["calls"])
+        with mem.db.transaction() as conn:  # as a database from before the migration
+            conn.execute("DELETE FROM migrations WHERE name = '0014_hyphenated_compounds'")
+            conn.execute("UPDATE episodes_fts SET body = 'old'")
+            conn.execute("UPDATE episode_keys_fts SET self = 'old', near = '', far = ''")
+            conn.execute("UPDATE semantic_docs_fts SET body = 'old'")
+    with Memory(tmp_path / "d", clock=clock) as mem:
+        assert mem.db.pending_rebuilds() == []
+        assert "sameday" in mem.db.scalar("SELECT body FROM episodes_fts").split()
+        assert "sameday" in mem.db.scalar("SELECT self FROM episode_keys_fts").split()
+        assert "followup" in mem.db.scalar("SELECT body FROM semantic_docs_fts").split()
+        assert list(mem.semantic.search_text("knowledge", "follow-up")) == ["calls"]

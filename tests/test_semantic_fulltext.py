@@ -13,7 +13,8 @@ from omoide.errors import UnknownCollectionError, ValidationError
 from omoide.layers.semantic.matches import matches
 from omoide.layers.semantic.registry import DocumentRegistry
 from omoide.storage import SqliteDatabase
-from omoide.storage.migrations import MIGRATIONS, SEMANTIC_FULLTEXT_REBUILD
+from omoide.storage.migrations import MIGRATIONS
+from omoide.storage.rebuilds import SEMANTIC_FULLTEXT_REBUILD
 from omoide.text.fulltext import match_expression
 
 pytestmark = pytest.mark.both_engines
@@ -39,6 +40,22 @@ def test_words_rank_documents_by_bm25(decided: Memory) -> None:
     assert found["budget"] > found["priority"] > 0
     english = decided.semantic.search_text("decisions", "What was decided on hiring?", limit=1)
     assert list(english) == ["hiring"]
+
+
+def test_a_question_naming_a_compound_finds_the_text_writing_it_first(mem: Memory) -> None:
+    """ "same-day" is rarer than "day": the cutoff that writes it goes above the notes that
+    share the question's other words (read apart, it would rank fourth)."""
+    notes = {
+        "daily": "Every day parcels must go on the last truck.",
+        "cutoff": "Same-day parcels: by 16:30.",
+        "labels": "Parcels must be labelled.",
+        "pallets": "Pallets go out every day.",
+        "depot": "The depot opens at 06:00.",
+    }
+    mem.semantic.store("knowledge", list(notes.values()), ids=list(notes))
+    found = mem.semantic.search_text("knowledge", "When must same-day parcels go?")
+    assert next(iter(found)) == "cutoff"
+    assert found["cutoff"] > 1.5 * max(found["pallets"], found["daily"])
 
 
 def test_japanese_is_searched_by_bigrams(mem: Memory) -> None:

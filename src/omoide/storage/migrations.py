@@ -20,12 +20,16 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 
+from omoide.storage.rebuilds import (
+    CHUNK_TOKENS_REBUILD,
+    CONTEXT_KEYS_REBUILD,
+    EPISODE_TOKENS_REBUILD,
+    FULLTEXT_REBUILDS,
+    SEMANTIC_FULLTEXT_REBUILD,
+)
+
 __all__ = [
-    "CHUNK_TOKENS_REBUILD",
-    "CONTEXT_KEYS_REBUILD",
-    "EPISODE_TOKENS_REBUILD",
     "MIGRATIONS",
-    "SEMANTIC_FULLTEXT_REBUILD",
     "Migration",
     "split_statements",
 ]
@@ -340,11 +344,6 @@ CREATE VIRTUAL TABLE episode_keys_fts USING fts5(
 );
 """
 
-#: The rebuild that indexes the context keys of every stored episode (the episodic layer).
-CONTEXT_KEYS_REBUILD = "episode_context_keys"
-#: The rebuild that indexes the full text of every semantic document (the semantic layer).
-SEMANTIC_FULLTEXT_REBUILD = "semantic_fulltext"
-
 
 INDEXING = """
 -- Files indexed into a semantic collection (omoide.ingest.indexing): one row per file of a source
@@ -523,11 +522,6 @@ ALTER TABLE episodes ADD COLUMN tokens INTEGER;
 ALTER TABLE semantic_docs ADD COLUMN chunk_tokens TEXT;
 """
 
-#: The rebuild that counts the tokens of every stored episode (the episodic layer).
-EPISODE_TOKENS_REBUILD = "episode_tokens"
-#: The rebuild that counts the tokens of every stored chunk (the semantic layer).
-CHUNK_TOKENS_REBUILD = "chunk_tokens"
-
 #: Every migration, in order. Append only.
 MIGRATIONS: list[Migration] = [
     Migration("0001_core", CORE),
@@ -544,4 +538,6 @@ MIGRATIONS: list[Migration] = [
     Migration("0012_dashboard_sessions", DASHBOARD_SESSIONS),
     # A version's full text holds its subject and its earlier versions' words: index again.
     Migration("0013_semantic_fulltext_versions", "", (SEMANTIC_FULLTEXT_REBUILD,)),
+    # "same-day" is also indexed as "sameday": every full-text index is analysed again.
+    Migration("0014_hyphenated_compounds", "", FULLTEXT_REBUILDS),
 ]

@@ -32,9 +32,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from omoide.storage.migrations import SEMANTIC_FULLTEXT_REBUILD, Migration
+from omoide.storage.migrations import Migration
 from omoide.storage.pg_bm25 import BM25_FREQUENCIES_FROM_MATCHES, BM25_QUERY_LEXEMES_ONLY
 from omoide.storage.pg_guards import GUARDS, TRUNCATE_GUARDS
+from omoide.storage.rebuilds import FULLTEXT_REBUILDS, SEMANTIC_FULLTEXT_REBUILD
 
 __all__ = ["PG_MIGRATIONS", "ScriptMigration"]
 
@@ -440,4 +441,6 @@ PG_MIGRATIONS: list[Migration] = [
     ScriptMigration("pg-0006-bm25-frequencies-from-matches", BM25_FREQUENCIES_FROM_MATCHES),
     # SQLite's 0013: a version's full text holds its subject and earlier versions' words.
     ScriptMigration("pg-0007-semantic-fulltext-versions", "SELECT 1", (SEMANTIC_FULLTEXT_REBUILD,)),
+    # SQLite's 0014: "same-day" is also indexed as "sameday".
+    ScriptMigration("pg-0008-hyphenated-compounds", "SELECT 1", FULLTEXT_REBUILDS),
 ]

@@ -5,9 +5,12 @@ sentence as one long token, and the ``trigram`` tokenizer cannot match words sho
 three characters (価格, 先週, 方針 ...). omoide therefore analyses text itself before it
 reaches FTS5: runs of Japanese, Chinese or Korean characters become overlapping character
 bigrams (a single character stays a unigram), and other words stay words, lower-cased after
-NFKC normalisation. The FTS5 table then uses ``porter unicode61``, which stems English words
-and leaves the bigrams alone. Queries go through the same analysis, lose English stop words,
-and become an OR of terms ranked by BM25.
+NFKC normalisation. A hyphenated compound of letters ("same-day", "follow-up") is its parts
+and, after the text's other terms, also one word ("sameday"): a question naming the compound
+finds the texts that write it by a term rarer than its parts, and holds one term more of
+such a text than of one that only shares a part ("every day"). The FTS5 table then uses
+``porter unicode61``, which stems English words and leaves the bigrams alone. Queries go
+through the same analysis, lose English stop words, and become an OR of terms ranked by BM25.
 """
 
 from __future__ import annotations
@@ -37,6 +40,9 @@ _CJK_CHARS = (
 )
 _CJK_RUN = re.compile(f"[{_CJK_CHARS}]+")
 _TOKEN = re.compile(f"[{_CJK_CHARS}]+|[^\\W_]+")
+#: Words of letters joined by hyphens ("same-day", "follow-up"): indexed as their parts and
+#: as one word, so a question naming the compound finds it by a term rarer than its parts.
+_COMPOUND = re.compile("(?<![\\w-])[^\\W\\d_]+(?:[-\u2010\u2011][^\\W\\d_]+)+(?![\\w-])")
 _HIRAGANA_ONLY = re.compile("^[\u3040-\u309f]+$")
 _HIRAGANA = re.compile("[\u3040-\u309f]")
 
@@ -182,8 +188,10 @@ STOP_WORDS = frozenset(
 )
 
 
-def analyze(text: str) -> list[str]:
-    """Terms of ``text``: words, and bigrams of Japanese/Chinese/Korean runs."""
+def analyze(text: str, *, compounds: bool = True) -> list[str]:
+    """Terms of ``text``: words, and bigrams of Japanese/Chinese/Korean runs; then, unless
+    ``compounds`` is False, each hyphenated compound as one word ("same-day" is "same",
+    "day" and, after every other term, "sameday": a phrase is still matched word by word)."""
     normalised = unicodedata.normalize("NFKC", text).lower()
     spaced = _CJK_RUN.sub(lambda m: f" {m.group(0)} ", normalised)
     terms: list[str] = []
@@ -196,30 +204,47 @@ def analyze(text: str) -> list[str]:
                 terms.extend(token[i : i + 2] for i in range(len(token) - 1))
         else:
             terms.append(token)
+    if compounds:
+        terms.extend(_compounds(spaced))
     return terms
 
 
-def index_text(text: str) -> str:
-    """The analysed form of ``text`` that is stored in an FTS5 column."""
-    return " ".join(analyze(text))
+def _compounds(text: str) -> list[str]:
+    """The hyphenated compounds of a normalised, lower-cased ``text``, each as one word."""
+    return [
+        re.sub("[-\u2010\u2011]", "", m.group(0))
+        for m in _COMPOUND.finditer(text)
+        if not _CJK_RUN.search(m.group(0))
+    ]
 
 
-def query_terms(query: str) -> list[str]:
+def index_text(text: str, *, compounds: bool = True) -> str:
+    """The analysed form of ``text`` that is stored in an FTS5 column (``compounds`` False:
+    without the compounds as one word, the form a phrase is searched by)."""
+    return " ".join(analyze(text, compounds=compounds))
+
+
+def query_terms(query: str, *, compounds: bool = True) -> list[str]:
     """The distinct terms of a query that full-text search looks for.
 
     English stop words are dropped; so are hiragana-only bigrams (mostly particles and verb
-    endings) when the query has other terms.
+    endings) when the query has other terms. A hyphenated compound is looked for as one
+    word too ("same-day" is rarer than "day"), unless ``compounds`` is False.
     """
-    terms = [t for t in dict.fromkeys(analyze(query)) if t not in STOP_WORDS]
+    analysed = analyze(query, compounds=compounds)
+    terms = [t for t in dict.fromkeys(analysed) if t not in STOP_WORDS]
     content = [t for t in terms if not _HIRAGANA_ONLY.match(t)]
     return content or terms
 
 
-def content_terms(query: str) -> list[str]:
+def content_terms(query: str, *, compounds: bool = True) -> list[str]:
     """The terms of a query that say what it is about: :func:`query_terms` without the
     bigrams holding hiragana (何を, 決め: particles and verb endings beside a word), unless
-    nothing else remains. The share of these a text holds is its :func:`coverage`."""
-    terms = query_terms(query)
+    nothing else remains. The share of these a text holds is its :func:`coverage`: a text
+    holding a compound the question names holds one term more than a text holding its
+    parts apart. ``compounds=False`` leaves the compounds out (their parts stay): the
+    words a word list can translate, which knows no compound."""
+    terms = query_terms(query, compounds=compounds)
     return [t for t in terms if not _HIRAGANA.search(t)] or terms
 
 

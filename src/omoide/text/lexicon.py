@@ -162,7 +162,11 @@ def _translations(question: str) -> tuple[bool, int, dict[str, frozenset[int]]]:
             for key in lexicon.english[word]:
                 wanted.setdefault(key, set()).add(i)
         return True, len(words), {k: frozenset(v) for k, v in wanted.items()}
-    words = [t for t in dict.fromkeys(content_terms(question)) if t.isascii() and t.isalpha()]
+    words = [
+        t
+        for t in dict.fromkeys(content_terms(question, compounds=False))
+        if t.isascii() and t.isalpha()
+    ]
     for i, word in enumerate(words):
         for form in _forms(word):
             for japanese in lexicon.japanese.get(form, ()):

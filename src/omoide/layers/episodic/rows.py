@@ -36,7 +36,11 @@ from omoide.layers.episodic.context_keys import backfill, refresh_keys, remove_k
 from omoide.providers.tokens import TokenCounter, count_rendered, default_token_counter
 from omoide.storage import Database
 from omoide.storage.database import timeline
-from omoide.storage.migrations import CONTEXT_KEYS_REBUILD, EPISODE_TOKENS_REBUILD
+from omoide.storage.rebuilds import (
+    CONTEXT_KEYS_REBUILD,
+    EPISODE_FULLTEXT_REBUILD,
+    EPISODE_TOKENS_REBUILD,
+)
 from omoide.text.fulltext import index_text
 
 __all__ = [
@@ -87,11 +91,16 @@ class EpisodicRows:
     def __init__(self, db: Database, counter: TokenCounter | None = None) -> None:
         self._db = db
         self._counter = counter or default_token_counter()
+        db.run_rebuild(EPISODE_FULLTEXT_REBUILD, self.reindex)
         db.run_rebuild(CONTEXT_KEYS_REBUILD, backfill)
         db.run_rebuild(EPISODE_TOKENS_REBUILD, self.recount)
         if db.get_meta(TOKENS_META) != self._counter.name:
             with db.transaction() as conn:
                 self.recount(conn)
+
+    def reindex(self, conn: sqlite3.Connection) -> None:
+        """Write the full text of every episode again (after the analysis changed)."""
+        self._write_text(conn, [int(r[0]) for r in conn.execute("SELECT rowid FROM episodes")])
 
     def recount(self, conn: sqlite3.Connection) -> None:
         """Count the tokens of every episode with this store's counter, and record its name."""

@@ -110,7 +110,7 @@ class EpisodeSearch:
         counted up to ``limit``: enough to tell a rare identifier from a common one."""
         phrase = check_text("phrase", phrase, max_chars=self.config.max_description_chars)
         limit = check_positive_int("limit", limit, maximum=10_000)
-        words = index_text(phrase).split()
+        words = index_text(phrase, compounds=False).split()  # a phrase: word by word
         if not words:
             return 0
         expression = '"' + " ".join(w.replace('"', '""') for w in words) + '"'

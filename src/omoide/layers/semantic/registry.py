@@ -31,7 +31,7 @@ from omoide.core.scope import reader_predicate
 from omoide.layers.semantic.fulltext_rows import rebuild_fulltext, sync_fulltext
 from omoide.layers.semantic.matches import matches
 from omoide.storage import Database
-from omoide.storage.migrations import SEMANTIC_FULLTEXT_REBUILD
+from omoide.storage.rebuilds import SEMANTIC_FULLTEXT_REBUILD
 
 __all__ = ["DocumentRegistry", "document"]
 

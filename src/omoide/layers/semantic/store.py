@@ -72,7 +72,7 @@ from omoide.providers.embeddings import Embedder
 from omoide.providers.tokens import TokenCounter, default_token_counter
 from omoide.storage import Database
 from omoide.storage.chroma import chroma_errors, open_collections, store_id
-from omoide.storage.migrations import CHUNK_TOKENS_REBUILD
+from omoide.storage.rebuilds import CHUNK_TOKENS_REBUILD
 
 __all__ = ["SemanticStore", "chroma_errors", "content_id"]
 
