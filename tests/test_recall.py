@@ -697,8 +697,11 @@ def test_episodes_are_ranked_by_the_share_of_the_questions_words_their_key_holds
     terms = content_terms(question)
     found = {c.episode.id: c for c in mem.episodic.candidates(question)}
     assert word_share(terms, found["ops-oncall"].key) == 1.0
-    assert word_share(terms, found["ops-hiring"].key) == 0.5
-    assert found["ops-hiring"].key_score > 0.3 * found["ops-oncall"].key_score
+    # "ops" of "ops", "call" and "on-call" written as one word ("oncall"): a third.
+    assert word_share(terms, found["ops-hiring"].key) == 1 / 3
+    # By BM25 alone the other topic stays close (it holds the rare "ops"); the compound,
+    # rarer still, is what takes it under a third.
+    assert found["ops-hiring"].key_score > 0.2 * found["ops-oncall"].key_score
     unmatched = [c for c in found.values() if c.key_score == 0]  # found by meaning alone
     assert unmatched and all(c.key == "" for c in unmatched)
     recalled = mem.recall(question, agent_name="ceo", layers=["episodic"])
