@@ -564,6 +564,10 @@ def test_router_settings_validate() -> None:
         {"restated_values": 1.5},
         {"restated_values_across_languages": -0.2},
         {"restated_relevance": -0.1},
+        {"restated_from": -1},
+        {"restated_from": 1.5},
+        {"restated_pool": True},
+        {"restated_pool": 1_001},
         {"other_identifier_factor": 1.5},
     ):
         with pytest.raises(ConfigError):

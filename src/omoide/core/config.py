@@ -376,6 +376,10 @@ def _check_router(r: RouterConfig) -> None:
     _positive(r.candidate_pool, "router.candidate_pool")
     _positive(r.meaning_pool, "router.meaning_pool")
     _positive(r.top_k, "router.top_k")
+    for name, most in (("restated_from", 100), ("restated_pool", 1_000)):
+        value = getattr(r, name)
+        if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= most:
+            raise ConfigError(f"router.{name}: expected an integer within [0, {most}]")
     if not isinstance(r.recall_log_retention_days, int) or r.recall_log_retention_days < 0:
         raise ConfigError("router.recall_log_retention_days: expected an integer >= 0")
     if not r.recent_window_minutes > 0:

@@ -7,7 +7,9 @@
 2. **sources** (:mod:`~omoide.recall.sources`) — each layer is asked once, batched: episodes
    by the full text of their context keys and by the in-memory vector matrix, documents by one
    vector query and full text per collection, procedures by trigger and meaning, the session's
-   pins and recent messages; all within the reader's scope;
+   pins and recent messages; all within the reader's scope. For a question about the
+   present, the episodes written after the best ones and nearest them in meaning join them
+   (their later statements, however worded);
 3. **score** (:mod:`~omoide.recall.scoring`) — relevance (words and meaning,
    :mod:`omoide.text.relevance`) times the layer's weight and the item's priors (importance,
    recency, the time range named, superseded versions);
@@ -127,7 +129,14 @@ class Recall:
             found += sources.documents(mem, asked, wanted)
         if "procedural" in chosen:
             found += sources.procedures(mem, asked, self._procedure_vectors)
-        ranked = [f.item for f in cut(score(found, plan, config), how, mem.embedder, query)]
+        scored = score(found, plan, config)
+        if "episodic" in chosen and how.restated_similarity > 0:
+            # Later statements of what the best episodes say join them (scored again, as
+            # recency runs over every candidate); the cut decides which restates one.
+            later = sources.successors(mem, asked, scored)
+            if later:
+                scored = score([*found, *later], plan, config)
+        ranked = [f.item for f in cut(scored, how, mem.embedder, query)]
         items, rendered, used = pack(
             query, reader or OPERATOR, ranked, budget, mem.token_counter, self._bound
         )

@@ -12,7 +12,7 @@ the facade that wires it (imports run one way).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
@@ -23,6 +23,7 @@ import numpy.typing as npt
 from omoide.clock import Clock, as_utc
 from omoide.core.config import Config
 from omoide.core.ids import document_importance, system_source
+from omoide.layers.episodic.candidate import Candidate, rate_candidates
 from omoide.layers.episodic.context_keys import thread_of
 from omoide.layers.episodic.store import EpisodicStore, episode_text
 from omoide.layers.procedural import ProceduralMemory, trigger_match
@@ -44,6 +45,7 @@ __all__ = [
     "documents",
     "episodes",
     "procedures",
+    "successors",
     "working",
 ]
 
@@ -127,29 +129,59 @@ def episodes(mem: MemoryParts, asked: Asked) -> list[Found]:
     if time_range is not None:
         for c in mem.episodic.scored(asked.query, time_range=time_range.as_tuple(), **common):
             found.setdefault(c.episode.id, c)
-    items = []
-    for c in found.values():
-        episode = c.episode
-        item = ContextItem(
-            layer="episodic",
-            id=episode.id,
-            text=episode_text(episode.description, episode.outcome),
-            score=0.0,
-            why=asked.route.reasons["episodic"],
-            author=episode.agent_name,
-            timestamp=episode.timestamp,
-            metadata={"event_type": episode.event_type},
-            tokens=episode.tokens or 0,
-            signals={
-                "words": c.words,
-                "meaning": c.meaning,
-                "relevance": c.relevance,
-                "importance": episode.ranking_importance,
-                "freshness": mem.episodic.freshness_of(episode, asked.now),
-            },
-        )
-        items.append(Found(item, c.vector, thread=thread_of(episode.context)))
-    return items
+    return [_episode(mem, asked, c) for c in found.values()]
+
+
+def successors(mem: MemoryParts, asked: Asked, scored: Sequence[Found]) -> list[Found]:
+    """For a question about the present, the episodes written after each of the best
+    ``router.restated_from`` scored episodes and nearest it in meaning
+    (``router.restated_pool`` each) that are not among ``scored``: a later statement of a
+    fact the question found, however it is worded (:mod:`omoide.recall.cut` decides whether
+    it restates one). Rated for the question as every episode is."""
+    config = mem.config.router
+    if not asked.route.present or config.restated_from <= 0 or config.restated_pool <= 0:
+        return []
+    best = sorted((f for f in scored if f.item.layer == "episodic"), key=lambda f: -f.item.score)[
+        : config.restated_from
+    ]
+    of = [
+        (f.vector, f.item.timestamp)
+        for f in best
+        if f.vector is not None and f.item.timestamp is not None
+    ]
+    if not of:
+        return []
+    have = {f.item.id for f in scored if f.item.layer == "episodic"}
+    found = mem.episodic.newer_alike(
+        of, asked.vector, pool=config.restated_pool, reader=asked.reader, reader_teams=asked.teams
+    )
+    found = [c for c in found if c.episode.id not in have]
+    rated = rate_candidates(asked.query, found, mem.embedder, dense_weight=config.dense_weight)
+    return [_episode(mem, asked, c) for c in rated]
+
+
+def _episode(mem: MemoryParts, asked: Asked, c: Candidate) -> Found:
+    """A rated episode as a recall's item."""
+    episode = c.episode
+    item = ContextItem(
+        layer="episodic",
+        id=episode.id,
+        text=episode_text(episode.description, episode.outcome),
+        score=0.0,
+        why=asked.route.reasons["episodic"],
+        author=episode.agent_name,
+        timestamp=episode.timestamp,
+        metadata={"event_type": episode.event_type},
+        tokens=episode.tokens or 0,
+        signals={
+            "words": c.words,
+            "meaning": c.meaning,
+            "relevance": c.relevance,
+            "importance": episode.ranking_importance,
+            "freshness": mem.episodic.freshness_of(episode, asked.now),
+        },
+    )
+    return Found(item, c.vector, thread=thread_of(episode.context))
 
 
 def documents(mem: MemoryParts, asked: Asked, collections: list[str]) -> list[Found]:

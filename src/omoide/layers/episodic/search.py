@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -36,6 +36,7 @@ from omoide.core.validation import (
 )
 from omoide.core.vector_matrix import VectorMatrix
 from omoide.errors import BackendError
+from omoide.layers.episodic.candidate import Candidate, rate_candidates
 from omoide.layers.episodic.chroma_vectors import ChromaVectors, store_candidates
 from omoide.layers.episodic.context_keys import (
     DEFAULT_COLUMN_WEIGHTS,
@@ -48,45 +49,8 @@ from omoide.layers.episodic.rows import LIVE_SQL, EpisodicRows
 from omoide.providers.embeddings import Embedder
 from omoide.storage import Database
 from omoide.text.fulltext import index_text
-from omoide.text.relevance import rate
 
-__all__ = ["Candidate", "EpisodeSearch"]
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """An episode that may answer a query, with the raw signals that found it."""
-
-    episode: Episode
-    #: BM25 of its context key (0 when the key does not match); higher is better.
-    key_score: float
-    #: Cosine similarity of the query and the episode's embedding.
-    cosine: float
-    #: Analysed words of its context key (the episode and its neighbours in the thread), for
-    #: checking how many of the query's words it holds (:func:`omoide.text.relevance.word_share`);
-    #: empty when the key does not match.
-    key: str = ""
-    #: Its embedding (for comparing candidates with each other).
-    vector: npt.NDArray[np.float32] | None = None
-    #: Its rated signals (:meth:`EpisodeSearch.scored`): words, meaning, and relevance.
-    words: float = 0.0
-    meaning: float = 0.0
-    relevance: float = 0.0
-
-    def rated(self, words: float, meaning: float, relevance: float) -> Candidate:
-        """A copy with its rated signals: ``dataclasses.replace`` costs several times a
-        constructor call, and every recall rates each of its candidates (a test keeps this
-        copying every field)."""
-        return Candidate(
-            episode=self.episode,
-            key_score=self.key_score,
-            cosine=self.cosine,
-            key=self.key,
-            vector=self.vector,
-            words=words,
-            meaning=meaning,
-            relevance=relevance,
-        )
+__all__ = ["Candidate", "EpisodeSearch"]  # Candidate: read here by its rankers
 
 
 class EpisodeSearch:
@@ -278,26 +242,7 @@ class EpisodeSearch:
             reader=reader,
             reader_teams=reader_teams,
         )
-        if not found:
-            return []
-        meanings = [
-            float(m)
-            for m in self._embedder.calibrate(
-                np.array([c.cosine for c in found], dtype=np.float32), "query"
-            )
-        ]
-        rated = rate(
-            query,
-            [c.key_score for c in found],
-            [c.key for c in found],
-            meanings,
-            [c.episode.description for c in found],
-            dense_weight=dense_weight,
-        )
-        return [
-            c.rated(words, meaning, rel)
-            for c, meaning, (words, rel) in zip(found, meanings, rated, strict=True)
-        ]
+        return rate_candidates(query, found, self._embedder, dense_weight=dense_weight)
 
     def candidates(
         self,
@@ -352,6 +297,33 @@ class EpisodeSearch:
                 vector=vectors.get(rowid),
             )
             for rowid, episode in episodes.items()
+        ]
+
+    def newer_alike(
+        self,
+        of: Sequence[tuple[npt.NDArray[np.float32], datetime]],
+        vector: npt.NDArray[np.float32],
+        *,
+        pool: int,
+        reader: str | None = None,
+        reader_teams: Iterable[str] = (),
+    ) -> list[Candidate]:
+        """For each (embedding, time) in ``of``, the ``pool`` active episodes ``reader`` may
+        see, written after that time, nearest that embedding: the later statements of what
+        an episode said, however worded. As candidates of the query whose embedding is
+        ``vector``, found by meaning (no words). Nothing is touched."""
+        pool = check_positive_int("pool", pool, maximum=10_000)
+        where, params = self._where(None, None, None, None, reader, reader_teams)
+        vectors: dict[int, npt.NDArray[np.float32]] = {}
+        for embedding, when in of:
+            _, near = self._dense_candidates(
+                embedding, f"{where} AND timestamp > ?", [*params, to_timestamp(when)], pool, ()
+            )
+            for rowid, near_vector in near.items():
+                vectors.setdefault(rowid, near_vector)
+        return [
+            Candidate(episode, 0.0, float(vectors[r] @ vector), vector=vectors[r])
+            for r, episode in self.rows.fetch_rowids(vectors).items()
         ]
 
     def _where(
