@@ -14,8 +14,16 @@ import numpy as np
 from omoide.recall.context import ContextItem
 from omoide.recall.cut import Cut, cut
 from omoide.recall.sources import Found
-from omoide.recall.statements import kind, other_values, two_records
+from omoide.recall.statements import (
+    Compared,
+    kind,
+    other_values,
+    same_values,
+    two_records,
+    worded_alike,
+)
 from omoide.testing import HashEmbedder
+from omoide.text.relevance import writing, written_alike
 
 DAY = datetime(2026, 3, 1, tzinfo=UTC)
 LATER = DAY + timedelta(days=9)
@@ -680,3 +688,40 @@ def test_across_languages_a_number_with_a_word_for_its_unit_is_no_value_of_a_kin
     assert other_values("点呼の開始は06:45です。", "Roll call now starts at 07:15.", across=True)
     assert other_values("時間外は月45hまで。", "Overtime cap: 36h a month.", across=True)
     assert other_values("会議はroom B-204。", "The meeting is in room C-310.", across=True)
+
+
+def test_the_pairwise_comparisons_of_a_recall_are_the_definitions_of_each_pair() -> None:
+    """``Compared`` reads every pair of a recall's candidates at once; each of its answers is
+    the per-pair definition's, in one language and across two."""
+    texts = [
+        "点呼の開始は06:45です。",
+        "Roll call now starts at 07:15.",
+        "Reminder: roll call at 06:45.",
+        "The weekly ops meeting is in room B-204.",
+        "Weekly ops sync: room C-310.",
+        "The weekly ops meeting is in room C-310.",
+        "時間外は月４０ｈまで。",
+        "時間外は月36hまで。",
+        "Overtime cap: 36h a month.",
+        "遅れが30分を超えたら電話すること。",
+        "Reply within 4 hours.",
+        "2時間以内に返信する。",
+        "Fuel surcharge is 12.5%.",
+        "燃油サーチャージ率は14.0%。",
+        "Freight bill BL-7420 settled: ¥740,000.",
+        "運賃精算 BL-8965：¥804,000を支払済み。",
+        "Lunch rotation as usual today.",
+        "",
+    ]
+    scripts = [writing(t) for t in texts]
+    differ = np.array([[not written_alike(a, b) for b in scripts] for a in scripts])
+    compared = Compared(texts, differ)
+    worded, other = compared.worded_alike(0.8), compared.other_values()
+    same = compared.same_values()
+    for a, first in enumerate(texts):
+        for b, second in enumerate(texts):
+            across = bool(differ[a, b])
+            assert worded[a, b] == worded_alike(first, second, 0.8), (first, second)
+            assert other[a, b] == other_values(first, second, across=across), (first, second)
+            assert same[a, b] == same_values(first, second, across=across), (first, second)
+    assert other.any() and same.any() and worded.any() and differ.any()

@@ -89,16 +89,14 @@ import numpy as np
 
 from omoide.core.similarity import pairwise
 from omoide.providers.embeddings import Embedder
-from omoide.recall.context import origin
+from omoide.recall.distilled import below_sources, with_sources
 from omoide.recall.packing import dedupe
 from omoide.recall.sources import Found
 from omoide.recall.statements import (
+    Compared,
     analysed,
     claimed_values,
-    other_values,
-    same_values,
     two_records,
-    worded_alike,
 )
 from omoide.text.fulltext import content_terms
 from omoide.text.identifiers import codes, identifier_tokens, identifiers, names_another
@@ -161,7 +159,7 @@ def cut(found: Sequence[Found], how: Cut, embedder: Embedder, query: str = "") -
     )
     if not ranked:
         return _distinct(kept)
-    ranked = _below_sources(ranked)
+    ranked = below_sources(ranked)
     floor = max(how.min_score, _relative_floor(ranked, how.relative_floor, how.pool))
     ranked = _current_first(ranked)
     # The current version of a fact whose superseded version passes the floor passes too,
@@ -252,9 +250,10 @@ def _restated(
     similar = _similarity(candidates, embedder)
     # A Japanese sentence naming "room C-310" states its fact in Japanese, and its English
     # restatement is held to the bar across languages (:func:`written_alike`).
-    scripts = [writing(f.item.text) for f in candidates]
-    alike = _with_sources(candidates, _alike(candidates, scripts, similar, how))
-    holds = _may_restate(candidates, scripts, query, how, similar)
+    differ = _languages_differ([writing(f.item.text) for f in candidates])
+    compared = Compared([f.item.text for f in candidates], differ)
+    alike = with_sources(candidates, _alike(candidates, differ, similar, how, compared))
+    holds = _may_restate(candidates, differ, query, how, similar, compared)
     kept = _with_restatements(candidates, [passes(f) for f in candidates], alike, holds)
     chosen = [i for i, ok in enumerate(kept) if ok]
     picked = np.ix_(chosen, chosen)
@@ -268,10 +267,11 @@ def _restated(
 
 def _may_restate(
     found: Sequence[Found],
-    scripts: Sequence[Writing],
+    differ: np.ndarray,
     query: str,
     how: Cut,
     similar: np.ndarray,
+    compared: Compared,
 ) -> Callable[[int, int], bool]:
     """``holds(b, a)``: item ``b`` may restate item ``a`` for this question. It keeps as many
     of the values the question names as ``a`` does — the words either language writes alike:
@@ -302,6 +302,10 @@ def _may_restate(
         return bool(asked) and names_another(asked, found[i].item.text)
 
     relevance = how.restated_relevance
+    times = _times(found)
+    values_bar = how.restated_values or np.inf  # 0: the test is off
+    values_across = how.restated_values_across or np.inf
+    same = compared.same_values()
 
     def signal(i: int, same: bool) -> float:
         signals = found[i].item.signals
@@ -309,30 +313,19 @@ def _may_restate(
         return relevant if same else signals.get("meaning", relevant)
 
     def as_well(x: int, a: int) -> bool:
-        same = written_alike(scripts[a], scripts[x])
+        same = not differ[a, x]
         return signal(x, same) >= relevance * signal(a, same)
 
     @cache
     def rewords(b: int) -> tuple[int, ...]:
         """The older texts ``b`` restates at the same values, as alike as the values test
         asks (read only for a pair that fails :func:`as_well`)."""
-        when = found[b].item.timestamp
-        if when is None:
+        when = times[b]
+        if np.isnan(when):
             return ()
-        out = []
-        for c, other_item in enumerate(found):
-            older = other_item.item.timestamp
-            if older is None or older >= when:
-                continue
-            across = not written_alike(scripts[b], scripts[c])
-            bar = how.restated_values_across if across else how.restated_values
-            if (
-                bar > 0
-                and similar[b, c] >= bar
-                and same_values(found[b].item.text, other_item.item.text, across=across)
-            ):
-                out.append(c)
-        return tuple(out)
+        # NaN times compare False: an item without one is no older text
+        bars = np.where(differ[b], values_across, values_bar)
+        return tuple(map(int, np.flatnonzero((times < when) & (similar[b] >= bars) & same[b])))
 
     def answers(b: int, a: int) -> bool:
         """``b`` answers the question about as well as ``a``, or an older text it restates
@@ -347,86 +340,54 @@ def _may_restate(
     return holds
 
 
-def _alike(
-    found: Sequence[Found], scripts: Sequence[Writing], similar: np.ndarray, how: Cut
-) -> np.ndarray:
-    """Which pairs are alike enough to be one statement: at least ``restated_similarity``,
-    or ``restated_across_languages`` for two texts in different languages (0: the same) —
-    or, in one language, worded alike but for their values; or naming values of one kind
-    and not the same ones at least ``restated_values`` alike (``restated_values_across``
-    in different languages; :mod:`omoide.recall.statements`)."""
-    across = how.restated_across_languages or how.restated_similarity
-    # A text's scripts are one of a few sets: compare the sets, then spread to every pair.
+def _languages_differ(scripts: Sequence[Writing]) -> np.ndarray:
+    """``differ[a, b]``: the two texts are in different languages (:func:`written_alike`).
+    A text's scripts are one of a few sets: compare the sets, then spread to every pair."""
     distinct = list(dict.fromkeys(scripts))
     which = np.array([distinct.index(s) for s in scripts], dtype=np.intp)
     table = np.array(
         [not written_alike(a, b) for a in distinct for b in distinct], dtype=bool
     ).reshape(len(distinct), len(distinct))
-    differ = table[np.ix_(which, which)]
+    return np.asarray(table[np.ix_(which, which)])
+
+
+def _alike(
+    found: Sequence[Found],
+    differ: np.ndarray,
+    similar: np.ndarray,
+    how: Cut,
+    compared: Compared,
+) -> np.ndarray:
+    """Which pairs are alike enough to be one statement: at least ``restated_similarity``,
+    or ``restated_across_languages`` for two texts in different languages (``differ``; 0:
+    the same) — or, in one language, worded alike but for their values; or naming values of
+    one kind and not the same ones at least ``restated_values`` alike
+    (``restated_values_across`` in different languages, with a word of one translated in
+    the other and the value not another fact's; :mod:`omoide.recall.statements`)."""
+    across = how.restated_across_languages or how.restated_similarity
     alike = np.asarray(similar >= np.where(differ, across, how.restated_similarity))
-    # The word tests read only pairs at least this alike in meaning (inf: test off).
-    wording = np.where(differ | (how.restated_wording <= 0), np.inf, WORDING_GATE)
+    if how.restated_wording > 0:  # in one language, read where at least this alike
+        gate = ~differ & (similar >= WORDING_GATE)
+        alike |= gate & compared.worded_alike(how.restated_wording)
     bars = np.where(differ, how.restated_values_across or np.inf, how.restated_values or np.inf)
-    unseen = ~alike & (similar >= np.minimum(wording, bars))
+    valued = (similar >= bars) & compared.other_values()
+    alike |= valued & ~differ
     claimed = claimed_values(
         [f.item.text for f in found], [f.item.timestamp for f in found], similar, differ
     )
-    for a, b in np.argwhere(np.triu(unseen, 1)):
+    for a, b in np.argwhere(np.triu(valued & differ & ~alike, 1)):
         first, second = found[a].item.text, found[b].item.text
-        if (
-            similar[a, b] >= wording[a, b] and worded_alike(first, second, how.restated_wording)
-        ) or (
-            similar[a, b] >= bars[a, b]
-            and other_values(first, second, across=differ[a, b])
-            and not (differ[a, b] and (claimed(a, b) or not translated_alike(first, second)))
-        ):
+        if not claimed(a, b) and translated_alike(first, second):
             alike[a, b] = alike[b, a] = True
     return alike
 
 
-def _sources(found: Sequence[Found]) -> dict[int, list[int]]:
-    """For each distilled document among ``found``, the positions of its source episodes
-    among ``found`` (documents with none of them present are left out)."""
-    where = {f.item.id: i for i, f in enumerate(found) if f.item.layer == "episodic"}
-    out: dict[int, list[int]] = {}
-    for i, f in enumerate(found):
-        meta = f.item.metadata
-        if origin(f.item) != "distillation":
-            continue
-        present = [where[s] for s in str(meta.get("source_episodes", "")).split(",") if s in where]
-        if present:
-            out[i] = present
-    return out
-
-
-def _below_sources(ranked: list[Found]) -> list[Found]:
-    """``ranked`` with each distilled document scored no higher than the best of its source
-    episodes among them, ranked again."""
-    sources = _sources(ranked)
-    if not sources:
-        return ranked
-    out = list(ranked)
-    for i, present in sources.items():
-        best = max(ranked[k].item.score for k in present)
-        item = ranked[i].item
-        if item.score > best:
-            note = "ranked no higher than its source episodes"
-            why = f"{item.why}; {note}" if item.why else note
-            out[i] = replace(ranked[i], item=replace(item, score=best, why=why))
-    return sorted(out, key=lambda f: (-f.item.score, f.item.layer, f.item.id))
-
-
-def _with_sources(found: Sequence[Found], alike: np.ndarray) -> np.ndarray:
-    """``alike`` with each distilled document alike whatever one of its source episodes
-    among ``found`` is alike."""
-    sources = _sources(found)
-    if not sources:
-        return alike
-    out = alike.copy()
-    for i, present in sources.items():
-        out[i, :] |= alike[present, :].any(axis=0)
-        out[:, i] |= alike[:, present].any(axis=1)
-    return out
+def _times(found: Sequence[Found]) -> np.ndarray:
+    """Each item's time as a POSIX timestamp, NaN when it has none."""
+    return np.array(
+        [np.nan if f.item.timestamp is None else f.item.timestamp.timestamp() for f in found],
+        dtype=float,
+    )
 
 
 def _with_restatements(
@@ -437,9 +398,7 @@ def _with_restatements(
 ) -> list[bool]:
     """``passes``, and also each item that restates one that passes (newer, ``alike`` in
     meaning, and one that may restate it for this question: :func:`_may_restate`)."""
-    times = np.array(
-        [np.nan if f.item.timestamp is None else f.item.timestamp.timestamp() for f in ranked]
-    )
+    times = _times(ranked)
     kept = np.array(passes, dtype=bool)
     # restates[a, b]: b is newer than a, which passes, and alike it (NaN times compare False)
     restates = alike & kept[:, None] & (times[:, None] < times[None, :])

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence, Set
 from datetime import datetime
 from functools import cache, lru_cache
 
@@ -22,6 +22,7 @@ from omoide.text.fulltext import STOP_WORDS, index_text
 from omoide.text.identifiers import form, identifiers
 
 __all__ = [
+    "Compared",
     "analysed",
     "claimed_values",
     "kind",
@@ -79,6 +80,65 @@ def _compared(
     numbers written without a unit)."""
     a, b = _kinds(first), _kinds(second)
     return a, b, [k for k in a if k in b and not (across and _BARE.fullmatch(k))]
+
+
+class Compared:
+    """:func:`worded_alike`, :func:`other_values` and :func:`same_values` of every pair of
+    ``texts`` at once, as matrices: a recall compares each of its candidates with each other
+    one, and per pair in Python that took most of the time of a question about the present.
+    Each text's words and values are read once (sets as rows of 0/1; shared members counted
+    by one matrix product), and ``differ[a, b]`` says which pairs are in two languages."""
+
+    def __init__(self, texts: Sequence[str], differ: np.ndarray) -> None:
+        self._differ = differ
+        wording = [_wording(t) for t in texts]
+        words = _incidence(wording)
+        self._shared_words = words @ words.T
+        self._word_counts = np.array([len(w) for w in wording], dtype=np.float64)
+        kinds = [_kinds(t) for t in texts]
+        every = self._kind_counts(kinds, bare=True)
+        unit = self._kind_counts(kinds, bare=False)  # across languages: no bare numbers
+        self._shared_kinds = np.where(differ, unit[0], every[0])
+        self._equal_kinds = np.where(differ, unit[1], every[1])
+
+    @staticmethod
+    def _kind_counts(
+        kinds: Sequence[Mapping[str, frozenset[str]]], *, bare: bool
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """For each pair: how many kinds both name, and of how many they name the same."""
+        named = [{k for k in v if bare or not _BARE.fullmatch(k)} for v in kinds]
+        by_kind = _incidence(named)
+        by_value = _incidence([{(k, v[k]) for k in n} for n, v in zip(named, kinds, strict=True)])
+        return by_kind @ by_kind.T, by_value @ by_value.T
+
+    def worded_alike(self, share: float) -> np.ndarray:
+        """:func:`worded_alike` of every pair."""
+        counts = self._word_counts
+        union = counts[:, None] + counts[None, :] - self._shared_words
+        some = (counts[:, None] > 0) & (counts[None, :] > 0)
+        return np.asarray(some & (self._shared_words >= share * union))
+
+    def other_values(self) -> np.ndarray:
+        """:func:`other_values` of every pair (``across`` where the languages differ)."""
+        return np.asarray(self._shared_kinds > self._equal_kinds)
+
+    def same_values(self) -> np.ndarray:
+        """:func:`same_values` of every pair (``across`` where the languages differ)."""
+        return np.asarray((self._shared_kinds > 0) & (self._shared_kinds == self._equal_kinds))
+
+
+def _incidence(sets: Sequence[Set[object]]) -> np.ndarray:
+    """Which members each set holds: one row per set, one 0/1 column per distinct member."""
+    columns: dict[object, int] = {}
+    rows: list[int] = []
+    cells: list[int] = []
+    for row, members in enumerate(sets):
+        for member in members:
+            rows.append(row)
+            cells.append(columns.setdefault(member, len(columns)))
+    out = np.zeros((len(sets), max(1, len(columns))), dtype=np.float64)
+    out[rows, cells] = 1.0
+    return out
 
 
 def two_records(first: str, second: str) -> bool:

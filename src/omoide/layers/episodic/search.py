@@ -309,18 +309,20 @@ class EpisodeSearch:
         reader_teams: Iterable[str] = (),
     ) -> list[Candidate]:
         """For each (embedding, time) in ``of``, the ``pool`` active episodes ``reader`` may
-        see, written after that time, nearest that embedding: the later statements of what
-        an episode said, however worded. As candidates of the query whose embedding is
+        see, written after that time, nearest that embedding among its ``10 × pool`` nearest:
+        the later statements of what an episode said, however worded (one farther away is
+        not alike enough to restate it). As candidates of the query whose embedding is
         ``vector``, found by meaning (no words). Nothing is touched."""
         pool = check_positive_int("pool", pool, maximum=10_000)
         where, params = self._where(None, None, None, None, reader, reader_teams)
         vectors: dict[int, npt.NDArray[np.float32]] = {}
         for embedding, when in of:
-            _, near = self._dense_candidates(
-                embedding, f"{where} AND timestamp > ?", [*params, to_timestamp(when)], pool, ()
+            near, near_vectors = self._dense_candidates(
+                embedding, where if params else None, params, 10 * pool, ()
             )
-            for rowid, near_vector in near.items():
-                vectors.setdefault(rowid, near_vector)
+            later = self.rows.matching(list(near), "timestamp > ?", [to_timestamp(when)])
+            for rowid in sorted(later, key=lambda r: -near[r])[:pool]:
+                vectors.setdefault(rowid, near_vectors[rowid])
         return [
             Candidate(episode, 0.0, float(vectors[r] @ vector), vector=vectors[r])
             for r, episode in self.rows.fetch_rowids(vectors).items()
