@@ -31,7 +31,7 @@ import pstats
 import random
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -122,6 +122,14 @@ def question(rng: random.Random, i: int) -> str:
     if rng.random() < 0.5:
         return f"What happened with {rng.choice(SUBJECTS_EN)}? #{i}"
     return f"{rng.choice(SUBJECTS_JA)}はどうなった？ #{i}"
+
+
+def present_question(rng: random.Random, i: int) -> str:
+    """A question about the present: the recall also looks for later statements of what it
+    finds and puts a restatement first (``router.restated_*``)."""
+    if rng.random() < 0.5:
+        return f"What is the state of {rng.choice(SUBJECTS_EN)} now? #{i}"
+    return f"{rng.choice(SUBJECTS_JA)}は今どうなっている？ #{i}"
 
 
 def timed(fn: object, queries: Sequence[str]) -> list[float]:
@@ -431,9 +439,13 @@ def recall_bench(
             ),
             ("Memory.recall as an agent", lambda q: mem.recall(q, agent_name=agent)),
             ("Memory.recall as the operator", lambda q: mem.recall(q, agent_name=None)),
+            (
+                "Memory.recall as an agent, questions about the present",
+                lambda q: mem.recall(q, agent_name=agent),
+            ),
         ]
         samples = {
-            label: timed(fn, [question(rng, 10_000 * k + i) for i in range(n_queries)])
+            label: timed(fn, [_asked(label)(rng, 10_000 * k + i) for i in range(n_queries)])
             for k, (label, fn) in enumerate(runs, start=1)
         }
         out = io.StringIO()
@@ -459,7 +471,7 @@ def recall_bench(
                     again.recall(question(rng, -1), agent_name=agent)
                     samples[label] = timed(
                         lambda q, m=again: m.recall(q, agent_name=agent),
-                        [question(rng, 10_000 * k + i) for i in range(n_queries)],
+                        [_asked(label)(rng, 10_000 * k + i) for i in range(n_queries)],
                     )
         facts["load"] = os.getloadavg()[0]
     floor = percentiles(samples[runs[0][0]])[0]
@@ -471,9 +483,19 @@ def recall_bench(
     return rows, out.getvalue(), facts
 
 
+def _asked(label: str) -> Callable[[random.Random, int], str]:
+    """The questions of a row: about the present where its label says so."""
+    return present_question if "about the present" in label else question
+
+
 def _ablations(config: Config) -> list[tuple[str, Config]]:
     """The embedded store's configuration with one part taken away, by its row's label."""
     return [
+        (
+            "Memory.recall as an agent, questions about the present, no later statements "
+            "sought (ablation)",
+            replace(config, router=replace(config.router, restated_from=0)),
+        ),
         (
             "Memory.recall as an agent, documents asked of ChromaDB (ablation)",
             replace(config, semantic=replace(config.semantic, in_process_chunks=0)),
