@@ -8,7 +8,7 @@ past tense (``router.past_tense_cues``, and an English word ending in "-ed" with
 or modal auxiliary: "what was fixed" but not "when are deploys allowed" or "where should
 the trucks be parked") and no time range — is
 marked :attr:`Route.present`: of several statements of a fact, the newest answers it
-(:mod:`omoide.recall.cut` puts a newer restatement first); and one that says so is marked
+(:mod:`omoide.recall.restatements` puts a newer restatement first); and one that says so is marked
 :attr:`Route.says_present` as well: of the answers that pass the cut, the fresher come first.
 The cues and each route's weights are configuration
 (:class:`~omoide.core.settings.RouterConfig`), in Japanese and English.

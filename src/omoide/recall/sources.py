@@ -137,7 +137,7 @@ def successors(mem: MemoryParts, asked: Asked, scored: Sequence[Found]) -> list[
     """For a question about the present, the episodes written after each of the best
     ``router.restated_from`` scored episodes and nearest it in meaning
     (``router.restated_pool`` each) that are not among ``scored``: a later statement of a
-    fact the question found, however it is worded (:mod:`omoide.recall.cut` decides whether
+    fact the question found, however it is worded (:mod:`omoide.recall.restatements` decides whether
     it restates one). Rated for the question as every episode is."""
     config = mem.config.router
     if not asked.route.present or config.restated_from <= 0 or config.restated_pool <= 0:

@@ -1,7 +1,7 @@
 """Two statements of one fact at different values, read from their words.
 
-The cut (:mod:`omoide.recall.cut`) counts two texts as one statement at a new value when the
-model rates them less alike than a rewording: one sentence with other values in it
+The cut (:mod:`omoide.recall.restatements`) counts two texts as one statement at a new value
+when the model rates them less alike than a rewording: one sentence with other values in it
 (:func:`worded_alike`), or two texts naming values of one kind and not the same ones
 (:func:`other_values`) — a time after a time, a room after a room, a number after a number
 in its unit, not a duration after a time. Each text's words are read once and remembered:
@@ -11,10 +11,12 @@ the candidates of one store recur from question to question.
 from __future__ import annotations
 
 import re
+import string
 import unicodedata
-from collections.abc import Callable, Mapping, Sequence, Set
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from functools import cache, lru_cache
+from typing import NamedTuple
 
 import numpy as np
 
@@ -42,6 +44,10 @@ _UNIT = re.compile(
 )
 #: Currency signs written before an amount.
 _CURRENCY = frozenset("¥$€£")
+#: A number written right after one of these, or right before one of the others, is part
+#: of a longer token (``B-204``, ``1.5``, ``36h``), not the number itself.
+_JOINED_BEFORE = frozenset(string.ascii_letters + string.digits + ".,:/#-")
+_JOINED_AFTER = frozenset(string.ascii_letters + string.digits)
 
 
 def worded_alike(first: str, second: str, share: float) -> bool:
@@ -83,33 +89,26 @@ def _compared(
 
 
 class Compared:
-    """:func:`worded_alike`, :func:`other_values` and :func:`same_values` of every pair of
-    ``texts`` at once, as matrices: a recall compares each of its candidates with each other
-    one, and per pair in Python that took most of the time of a question about the present.
-    Each text's words and values are read once (sets as rows of 0/1; shared members counted
-    by one matrix product), and ``differ[a, b]`` says which pairs are in two languages."""
+    """:func:`worded_alike`, :func:`other_values`, :func:`same_values` and :func:`two_records`
+    of every pair of ``texts`` at once, as matrices: a recall compares each of its
+    candidates with each other one, and per pair in Python that took most of the time of a
+    question about the present. Each text's words and values are read once (sets as rows
+    of 0/1; shared members counted by one matrix product), and ``differ[a, b]`` says which
+    pairs are in two languages."""
 
     def __init__(self, texts: Sequence[str], differ: np.ndarray) -> None:
-        self._differ = differ
-        wording = [_wording(t) for t in texts]
-        words = _incidence(wording)
+        read = [_members(t) for t in texts]
+        words = _incidence([r.words for r in read])
         self._shared_words = words @ words.T
-        self._word_counts = np.array([len(w) for w in wording], dtype=np.float64)
-        kinds = [_kinds(t) for t in texts]
-        every = self._kind_counts(kinds, bare=True)
-        unit = self._kind_counts(kinds, bare=False)  # across languages: no bare numbers
+        self._word_counts = np.array([len(r.words) for r in read], dtype=np.float64)
+        every = _shared([r.kinds for r in read], [r.values for r in read])
+        codes = _shared([r.codes for r in read], [r.code_values for r in read])
+        self._values_differ = every[0] - every[1]
+        self._codes_differ = codes[0] - codes[1]
+        # across languages, numbers written without a unit have no kind
+        unit = _shared([r.unit_kinds for r in read], [r.unit_values for r in read])
         self._shared_kinds = np.where(differ, unit[0], every[0])
         self._equal_kinds = np.where(differ, unit[1], every[1])
-
-    @staticmethod
-    def _kind_counts(
-        kinds: Sequence[Mapping[str, frozenset[str]]], *, bare: bool
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """For each pair: how many kinds both name, and of how many they name the same."""
-        named = [{k for k in v if bare or not _BARE.fullmatch(k)} for v in kinds]
-        by_kind = _incidence(named)
-        by_value = _incidence([{(k, v[k]) for k in n} for n, v in zip(named, kinds, strict=True)])
-        return by_kind @ by_kind.T, by_value @ by_value.T
 
     def worded_alike(self, share: float) -> np.ndarray:
         """:func:`worded_alike` of every pair."""
@@ -126,19 +125,63 @@ class Compared:
         """:func:`same_values` of every pair (``across`` where the languages differ)."""
         return np.asarray((self._shared_kinds > 0) & (self._shared_kinds == self._equal_kinds))
 
+    def two_records(self) -> np.ndarray:
+        """:func:`two_records` of every pair."""
+        return np.asarray((self._values_differ >= 2) & (self._codes_differ >= 1))
 
-def _incidence(sets: Sequence[Set[object]]) -> np.ndarray:
-    """Which members each set holds: one row per set, one 0/1 column per distinct member."""
-    columns: dict[object, int] = {}
-    rows: list[int] = []
-    cells: list[int] = []
-    for row, members in enumerate(sets):
-        for member in members:
-            rows.append(row)
-            cells.append(columns.setdefault(member, len(columns)))
-    out = np.zeros((len(sets), max(1, len(columns))), dtype=np.float64)
-    out[rows, cells] = 1.0
+
+class _Members(NamedTuple):
+    """What a text holds, each member as a key (its hash): its words, the kinds of values
+    it names, and each kind with its values; the same without bare numbers, and of codes
+    (letters before a number) alone."""
+
+    words: np.ndarray
+    kinds: np.ndarray
+    values: np.ndarray
+    unit_kinds: np.ndarray
+    unit_values: np.ndarray
+    codes: np.ndarray
+    code_values: np.ndarray
+
+
+@lru_cache(maxsize=16_384)
+def _members(text: str) -> _Members:
+    """A text's :class:`_Members`, remembered (candidates recur)."""
+    kinds = _kinds(text)
+    unit = [k for k in kinds if not _BARE.fullmatch(k)]
+    coded = [k for k in kinds if k.startswith("a")]
+    return _Members(
+        _keys(_wording(text)),
+        _keys(kinds),
+        _keys((k, kinds[k]) for k in kinds),
+        _keys(unit),
+        _keys((k, kinds[k]) for k in unit),
+        _keys(coded),
+        _keys((k, kinds[k]) for k in coded),
+    )
+
+
+def _keys(members: Iterable[object]) -> np.ndarray:
+    """Each member's hash: two distinct members share one with odds of about one in 2^64."""
+    return np.fromiter((hash(m) for m in members), dtype=np.int64)
+
+
+def _incidence(rows: Sequence[np.ndarray]) -> np.ndarray:
+    """Which members each set (a row of keys) holds: one 0/1 column per distinct member."""
+    keys = np.concatenate([*rows, np.zeros(0, dtype=np.int64)])
+    _, cells = np.unique(keys, return_inverse=True)
+    out = np.zeros((len(rows), int(cells.max(initial=0)) + 1), dtype=np.float64)
+    out[np.repeat(np.arange(len(rows)), [len(r) for r in rows]), cells] = 1.0
     return out
+
+
+def _shared(
+    kinds: Sequence[np.ndarray], values: Sequence[np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """For each pair of texts (their kinds, and each kind with its values, as keys): how
+    many kinds both name, and of how many they name the same values."""
+    by_kind, by_value = _incidence(kinds), _incidence(values)
+    return by_kind @ by_kind.T, by_value @ by_value.T
 
 
 def two_records(first: str, second: str) -> bool:
@@ -227,10 +270,16 @@ def _units(text: str, number: str) -> set[str]:
     currency sign before it (``¥0``), or the unit after it — a sign (``0%``, ``0°c``), a
     katakana word (``0パレット``), the first kanji (``0号`` of "118号車", ``0分``), an English
     word (``0 pallet``); plain ``0`` where nothing follows."""
-    out = set()
-    for match in re.finditer(rf"(?<![A-Za-z0-9.,:/#-]){re.escape(number)}(?![0-9A-Za-z])", text):
-        before = text[match.start() - 1] if match.start() else ""
-        out.add((before if before in _CURRENCY else "") + "0" + _unit(text, match.end()))
+    out: set[str] = set()
+    at = text.find(number) if number else -1
+    while at >= 0:
+        before = text[at - 1] if at else ""
+        end = at + len(number)
+        if before not in _JOINED_BEFORE and text[end : end + 1] not in _JOINED_AFTER:
+            out.add((before if before in _CURRENCY else "") + "0" + _unit(text, end))
+            at = text.find(number, end)
+        else:
+            at = text.find(number, at + 1)
     return out or {"0"}
 
 
@@ -262,5 +311,5 @@ def _wording(text: str) -> frozenset[str]:
     """A text's analysed words without those holding a digit or of one character (the
     values: ``45h``, ``b`` and ``204`` of ``B-204``), remembered (candidates recur)."""
     return frozenset(
-        t for t in analysed(text).split() if len(t) > 1 and not any(c.isdigit() for c in t)
+        t for t in analysed(text).split() if len(t) > 1 and not any(map(str.isdigit, t))
     )
