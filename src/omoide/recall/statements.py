@@ -21,7 +21,7 @@ from typing import NamedTuple
 import numpy as np
 
 from omoide.text.fulltext import STOP_WORDS, index_text
-from omoide.text.identifiers import form, identifiers
+from omoide.text.identifiers import form, identifier_tokens
 
 __all__ = [
     "Compared",
@@ -42,6 +42,9 @@ _BARE = re.compile(r"0(?:[.,]0)*")
 _UNIT = re.compile(
     r" ?(?:(?P<mark>%|°[CF]?|‰|[\u30a1-\u30fa\u30fc]+|[\u3005\u4e00-\u9fff])|(?P<word>[A-Za-z]+))"
 )
+#: The values a text names of one kind, sorted: a plain tuple of strings, which the garbage
+#: collector stops walking once it has seen it (a set it would walk on every full collection).
+Values = tuple[str, ...]
 #: Currency signs written before an amount.
 _CURRENCY = frozenset("¥$€£")
 #: A number written right after one of these, or right before one of the others, is part
@@ -81,7 +84,7 @@ def same_values(first: str, second: str, *, across: bool = False) -> bool:
 
 def _compared(
     first: str, second: str, across: bool
-) -> tuple[Mapping[str, frozenset[str]], Mapping[str, frozenset[str]], list[str]]:
+) -> tuple[Mapping[str, Values], Mapping[str, Values], list[str]]:
     """Both texts' values by kind, and the kinds both name (``across`` languages, not the
     numbers written without a unit)."""
     a, b = _kinds(first), _kinds(second)
@@ -131,10 +134,11 @@ class Compared:
 
 
 class _Members(NamedTuple):
-    """What a text holds, each member as a key (its hash): its words, the kinds of values
-    it names, and each kind with its values; the same without bare numbers, and of codes
-    (letters before a number) alone."""
+    """What a text holds: its values by kind (:func:`_kinds`); and each member as a key (its
+    hash): its words, the kinds of values it names, and each kind with its values; the same
+    without bare numbers, and of codes (letters before a number) alone."""
 
+    by_kind: Mapping[str, Values]
     words: np.ndarray
     kinds: np.ndarray
     values: np.ndarray
@@ -146,11 +150,14 @@ class _Members(NamedTuple):
 
 @lru_cache(maxsize=16_384)
 def _members(text: str) -> _Members:
-    """A text's :class:`_Members`, remembered (candidates recur)."""
-    kinds = _kinds(text)
+    """A text's :class:`_Members`, remembered: candidates recur. The one cache of a text's
+    reading here, so that each text adds few objects for the garbage collector to walk
+    (every full collection walks them all: a recall's tail)."""
+    kinds = _read_kinds(text)
     unit = [k for k in kinds if not _BARE.fullmatch(k)]
     coded = [k for k in kinds if k.startswith("a")]
     return _Members(
+        kinds,
         _keys(_wording(text)),
         _keys(kinds),
         _keys((k, kinds[k]) for k in kinds),
@@ -223,7 +230,7 @@ def claimed_values(
         old, new, since = (a, b, first) if first < second else (b, a, second)
         before, after = _kinds(texts[old]), _kinds(texts[new])
         for k in after.keys() & before.keys():
-            for value in after[k] - before[k]:
+            for value in set(after[k]).difference(before[k]):
                 for c in holders().get((k, value), ()):
                     when = times[c]
                     if (
@@ -248,21 +255,25 @@ def kind(value: str) -> str:
     return _PREFIX.sub("a", form(value))
 
 
-@lru_cache(maxsize=16_384)
-def _kinds(text: str) -> Mapping[str, frozenset[str]]:
+def _kinds(text: str) -> Mapping[str, Values]:
     """A text's values by their kind, remembered (candidates recur); full-width digits read
     as digits. A bare number's kind holds its unit (:func:`_units`): car ``118`` of
     "118号車" and the ``8`` of "8°C" are not one value of two facts."""
+    return _members(text).by_kind
+
+
+def _read_kinds(text: str) -> dict[str, Values]:
+    """:func:`_kinds`, read afresh."""
     text = unicodedata.normalize("NFKC", text)
     out: dict[str, set[str]] = {}
-    for token in identifiers(text):
+    for token in {t.casefold() for t in identifier_tokens(text)}:
         shape = kind(token)
         if _BARE.fullmatch(shape):
             for unit in _units(text, token):
                 out.setdefault(unit.replace("0", shape, 1), set()).add(token)
         else:
             out.setdefault(shape, set()).add(token)
-    return {k: frozenset(tokens) for k, tokens in out.items()}
+    return {k: tuple(sorted(tokens)) for k, tokens in out.items()}
 
 
 def _units(text: str, number: str) -> set[str]:
@@ -306,10 +317,9 @@ def analysed(text: str) -> str:
     return index_text(text)
 
 
-@lru_cache(maxsize=16_384)
 def _wording(text: str) -> frozenset[str]:
     """A text's analysed words without those holding a digit or of one character (the
-    values: ``45h``, ``b`` and ``204`` of ``B-204``), remembered (candidates recur)."""
+    values: ``45h``, ``b`` and ``204`` of ``B-204``)."""
     return frozenset(
         t for t in analysed(text).split() if len(t) > 1 and not any(map(str.isdigit, t))
     )

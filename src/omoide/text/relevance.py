@@ -32,7 +32,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import NamedTuple
 
 from omoide.text.fulltext import content_terms, term_key
@@ -73,14 +73,19 @@ def _scripts(sample: str) -> frozenset[str]:
     latin = len(_LATIN.findall(sample))
     letters = cjk + latin
     if letters == 0:
-        return frozenset()
-    found = set()
-    if cjk / letters >= SCRIPT_SHARE:
-        found.add("cjk")
+        return _scripts_of()
     # Latin letters count by word: a Japanese sentence naming "CI" is not English.
-    if latin / letters >= SCRIPT_SHARE or cjk == 0:
-        found.add("latin")
-    return frozenset(found)
+    return _scripts_of(
+        *(["cjk"] if cjk / letters >= SCRIPT_SHARE else []),
+        *(["latin"] if latin / letters >= SCRIPT_SHARE or cjk == 0 else []),
+    )
+
+
+@cache
+def _scripts_of(*names: str) -> frozenset[str]:
+    """One set of scripts, shared by every text written in them: a cache holding one set
+    per text would give the garbage collector thousands of objects to walk."""
+    return frozenset(names)
 
 
 class Writing(NamedTuple):
@@ -102,10 +107,16 @@ def _writing(sample: str) -> Writing:
     sample = unicodedata.normalize("NFKC", sample)
     cjk = len(_CJK.findall(sample))
     latin = len(_LATIN.findall(sample))
-    present = frozenset(s for s, n in (("cjk", cjk), ("latin", latin)) if n)
+    present = tuple(s for s, n in (("cjk", cjk), ("latin", latin)) if n)
     if not present:
-        return Writing(frozenset(), present)
-    return Writing(frozenset({"cjk" if cjk >= latin else "latin"}), present)
+        return _written((), present)
+    return _written(("cjk" if cjk >= latin else "latin",), present)
+
+
+@cache
+def _written(main: tuple[str, ...], present: tuple[str, ...]) -> Writing:
+    """One :class:`Writing`, shared by every text written so (as :func:`_scripts_of`)."""
+    return Writing(frozenset(main), frozenset(present))
 
 
 def written_alike(first: Writing, second: Writing) -> bool:
