@@ -223,12 +223,15 @@ def _newer_first(
     """Each item that restates an older one ranked above it (``restates[b, a]``) moves right
     above that one; and ``similar`` in the new order."""
     order = list(range(len(ranked)))
-    restated_by = {a: set(map(int, np.flatnonzero(restates[:, a]))) for a in order}
+    restated_by = {
+        int(a): set(map(int, np.flatnonzero(restates[:, a])))
+        for a in np.flatnonzero(restates.any(axis=0))
+    }
     moved: dict[int, int] = {}  # moved item -> the older statement it moved above
     i = 0
     while i < len(order):
         a = order[i]
-        newer = restated_by[a]
+        newer = restated_by.get(a, set())
         later = range(i + 1, len(order)) if newer else range(0)
         j = next((j for j in later if order[j] in newer), None)
         if j is None:

@@ -101,9 +101,8 @@ class Compared:
 
     def __init__(self, texts: Sequence[str], differ: np.ndarray) -> None:
         read = [_members(t) for t in texts]
-        words = _incidence([r.words for r in read])
-        self._shared_words = words @ words.T
-        self._word_counts = np.array([len(r.words) for r in read], dtype=np.float64)
+        self._shared_words = _overlaps([r.words for r in read])
+        self._word_counts = np.array([len(r.words) for r in read], dtype=np.float32)
         every = _shared([r.kinds for r in read], [r.values for r in read])
         codes = _shared([r.codes for r in read], [r.code_values for r in read])
         self._values_differ = every[0] - every[1]
@@ -173,12 +172,19 @@ def _keys(members: Iterable[object]) -> np.ndarray:
     return np.fromiter((hash(m) for m in members), dtype=np.int64)
 
 
-def _incidence(rows: Sequence[np.ndarray]) -> np.ndarray:
-    """Which members each set (a row of keys) holds: one 0/1 column per distinct member."""
+def _overlaps(rows: Sequence[np.ndarray]) -> np.ndarray:
+    """For each pair of sets (each a row of keys), how many members both hold: one product
+    of their incidence matrices (a 0/1 column per member at least two sets hold; a member
+    of one set alone adds only to that set's own count, the diagonal)."""
     keys = np.concatenate([*rows, np.zeros(0, dtype=np.int64)])
-    _, cells = np.unique(keys, return_inverse=True)
-    out = np.zeros((len(rows), int(cells.max(initial=0)) + 1), dtype=np.float64)
-    out[np.repeat(np.arange(len(rows)), [len(r) for r in rows]), cells] = 1.0
+    _, cells, counts = np.unique(keys, return_inverse=True, return_counts=True)
+    shared = counts[cells] > 1
+    columns = np.cumsum(counts > 1) - 1  # each shared member's column
+    incidence = np.zeros((len(rows), int((counts > 1).sum())), dtype=np.float32)
+    holder = np.repeat(np.arange(len(rows)), [len(r) for r in rows])
+    incidence[holder[shared], columns[cells[shared]]] = 1.0
+    out = incidence @ incidence.T
+    np.fill_diagonal(out, [len(r) for r in rows])
     return out
 
 
@@ -187,8 +193,7 @@ def _shared(
 ) -> tuple[np.ndarray, np.ndarray]:
     """For each pair of texts (their kinds, and each kind with its values, as keys): how
     many kinds both name, and of how many they name the same values."""
-    by_kind, by_value = _incidence(kinds), _incidence(values)
-    return by_kind @ by_kind.T, by_value @ by_value.T
+    return _overlaps(kinds), _overlaps(values)
 
 
 def two_records(first: str, second: str) -> bool:
