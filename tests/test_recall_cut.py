@@ -13,6 +13,7 @@ import numpy as np
 
 from omoide.recall.context import ContextItem
 from omoide.recall.cut import Cut, cut
+from omoide.recall.restatements import Bars
 from omoide.recall.sources import Found
 from omoide.recall.statements import (
     Compared,
@@ -94,7 +95,7 @@ def test_a_newer_restatement_of_a_kept_item_is_kept_and_comes_first() -> None:
         )
     question = "Which day is the weekly sync meeting?"
     assert kept(found) == ["old"]
-    present = dataclasses.replace(HOW, restated_similarity=0.8)
+    present = dataclasses.replace(HOW, restated=Bars(0.8))
     assert [f.item.id for f in cut(found, present, HashEmbedder(8), question)] == ["new", "old"]
 
 
@@ -143,7 +144,7 @@ def _thread_statements(*between: tuple[str, float, str]) -> list[Found]:
 def test_a_newer_restatement_goes_above_the_rest_of_the_older_conversation() -> None:
     """The newer conversation restates what the older one said: it goes above that
     statement and above the older conversation's other items ranked right above it."""
-    present = dataclasses.replace(HOW, restated_similarity=0.8)
+    present = dataclasses.replace(HOW, restated=Bars(0.8))
     question = "Which day is the weekly sync meeting?"
     ids = [f.item.id for f in cut(_thread_statements(), present, HashEmbedder(8), question)]
     assert ids == ["new", "o1", "o2"]
@@ -159,7 +160,7 @@ def test_a_newer_statement_in_the_other_language_needs_a_lower_bar() -> None:
     language: at the same similarity (0.75) a newer English statement restates an older
     Japanese one (across languages the bar is 0.7), but not an older English one (0.8)."""
     newer = "From next week the weekly sync meeting moves to Wednesdays."
-    how = dataclasses.replace(HOW, restated_similarity=0.8, restated_across_languages=0.7)
+    how = dataclasses.replace(HOW, restated=Bars(0.8, across_languages=0.7))
     question = "Which day is the weekly sync meeting?"
     for older, restated in (
         ("定例の週次ミーティングは月曜日です。", True),
@@ -172,7 +173,7 @@ def test_a_statement_in_the_other_language_is_not_held_to_the_question_s_words()
     """A newer Japanese statement restates an older English one that holds the question's
     English words: across languages only the words both write alike (numbers, codes) are
     compared, so a newer statement naming another incident code still does not restate."""
-    how = dataclasses.replace(HOW, restated_similarity=0.8, restated_across_languages=0.5)
+    how = dataclasses.replace(HOW, restated=Bars(0.8, across_languages=0.5))
     for question, older, newer, restated in (
         (
             "Which day is the weekly sync meeting?",
@@ -201,7 +202,7 @@ def test_one_sentence_with_another_value_is_a_restatement_however_the_model_rate
         ("Reminder: the weekly operations meeting is held in room C-310.", 0.0, False),
         ("The quarterly budget review with finance is held in room C-310.", 0.8, False),
     ):
-        how = dataclasses.replace(HOW, restated_similarity=0.8, restated_wording=wording)
+        how = dataclasses.replace(HOW, restated=Bars(0.8, wording=wording))
         assert _newer_restates(question, older, newer, 0.6, how) is restated, (newer, wording)
 
 
@@ -210,7 +211,7 @@ def test_a_rewording_restates_but_not_one_that_drops_the_value_the_question_name
     operations meeting") and so hold fewer of the question's words: it is still the newer
     statement. What it must keep is the value the question names — of two reports alike in
     all but the incident number, the newer one about another incident restates nothing."""
-    how = dataclasses.replace(HOW, restated_similarity=0.8)
+    how = dataclasses.replace(HOW, restated=Bars(0.8))
     for question, older, newer, restated in (
         (
             "Which room is the weekly operations meeting in?",
@@ -293,7 +294,7 @@ def test_a_distilled_lesson_ranks_no_higher_than_its_sources_and_is_restated_wit
     plain = [f.item for f in cut(found, HOW, HashEmbedder(8))]
     assert [i.id for i in plain] == ["src", "decisions/distilled-lesson", "new"]
     assert plain[1].score == 0.5 and "no higher than its source episodes" in plain[1].why
-    present = dataclasses.replace(HOW, restated_similarity=0.8)
+    present = dataclasses.replace(HOW, restated=Bars(0.8))
     question = "Which day is the weekly sync meeting?"
     ids = [f.item.id for f in cut(found, present, HashEmbedder(8), question)]
     assert ids == ["new", "src", "decisions/distilled-lesson"]
@@ -346,7 +347,7 @@ def test_a_fact_stated_at_another_value_is_its_newer_statement_below_the_bar() -
         ("今後も時間外は月40hまでに抑えてください。", 0.6, False),
         ("時間外が30分を超えたら報告してください。", 0.6, False),
     ):
-        how = dataclasses.replace(HOW, restated_similarity=0.8, restated_values=values)
+        how = dataclasses.replace(HOW, restated=Bars(0.8, values=values))
         found = _statements(newer, (0.6, 0.55), 0.65)
         ids = [f.item.id for f in cut(found, how, HashEmbedder(8), question)]
         assert ids == (["new", "old"] if restated else ["old"]), (newer, values)
@@ -399,7 +400,7 @@ def test_a_newer_record_of_one_template_restates_nothing() -> None:
     present a chain of records would otherwise climb above the answer, one bill at a time."""
     question = "What is the fuel surcharge now?"
     older = "Freight bill BL-7420 settled: ¥740,000."
-    how = dataclasses.replace(HOW, restated_similarity=0.8, restated_values=0.6)
+    how = dataclasses.replace(HOW, restated=Bars(0.8, values=0.6))
     assert not _newer_restates(
         question, older, "Freight bill BL-8965 settled: ¥804,000.", 0.95, how
     )
@@ -440,9 +441,7 @@ def test_a_newer_text_that_answers_far_less_well_restates_nothing() -> None:
     question = "時間外の上限っていまいくつ？"
     newer = "今後、時間外は月36hまでに抑えてください。"
     for relevance, restated in (((0.6, 0.5), True), ((0.6, 0.4), False)):
-        how = dataclasses.replace(
-            HOW, restated_similarity=0.8, restated_values=0.6, restated_relevance=0.75
-        )
+        how = dataclasses.replace(HOW, restated=Bars(0.8, values=0.6, relevance=0.75))
         found = _statements(newer, relevance, 0.65)
         ids = [f.item.id for f in cut(found, how, HashEmbedder(8), question)]
         assert ids == (["new", "old"] if restated else ["old"]), relevance
@@ -455,9 +454,7 @@ def test_a_rewording_answers_as_well_as_the_statement_of_its_value_it_restates()
     alike) answered it as well: the rewording is the 45h one's newer statement. Not when
     that statement answered the question no better (0.3), nor when it named another value."""
     question = "時間外の上限っていまいくつ？"
-    how = dataclasses.replace(
-        HOW, restated_similarity=0.8, restated_values=0.5, restated_relevance=0.75
-    )
+    how = dataclasses.replace(HOW, restated=Bars(0.8, values=0.5, relevance=0.75))
     cap = np.zeros(8, np.float32)
     cap[0] = 1.0
     reworded = np.zeros(8, np.float32)
@@ -507,7 +504,7 @@ def test_a_newer_statement_about_another_identifier_restates_nothing() -> None:
     it is another fact, not this one's new value. A newer statement of route R-560 is."""
     question = "route R-560の中継はどこ？"
     older = "中継地点はhub NGO-2とします。"
-    how = dataclasses.replace(HOW, restated_similarity=0.8, restated_values=0.6)
+    how = dataclasses.replace(HOW, restated=Bars(0.8, values=0.6))
     for newer, restated in (
         ("route R-982の中継地点はhub SDJ-4とします。", False),
         ("route R-560の中継地点は今後hub SDJ-4とします。", True),
@@ -580,11 +577,9 @@ def test_a_fact_stated_at_another_value_in_the_other_language_is_its_newer_state
     ):
         how = dataclasses.replace(
             HOW,
-            restated_similarity=0.8,
-            restated_across_languages=0.5,
-            restated_values=0.6,
-            restated_values_across=across,
-            restated_relevance=0.75,
+            restated=Bars(
+                0.8, across_languages=0.5, values=0.6, values_across=across, relevance=0.75
+            ),
         )
         found = _across(newer, meaning, 0.32)
         ids = [f.item.id for f in cut(found, how, HashEmbedder(8), question)]
@@ -600,12 +595,7 @@ def test_a_value_another_fact_names_in_the_older_language_is_no_new_value() -> N
     question = "時間外の上限っていまいくつ？"
     cap = "Overtime cap changes to 36h per month, effective now."
     how = dataclasses.replace(
-        HOW,
-        restated_similarity=0.8,
-        restated_across_languages=0.5,
-        restated_values=0.6,
-        restated_values_across=0.3,
-        restated_relevance=0.75,
+        HOW, restated=Bars(0.8, across_languages=0.5, values=0.6, values_across=0.3, relevance=0.75)
     )
     standby = "念のため再掲：夜間の待機は月36hまでです。"
     for alike, when, restated in (
@@ -628,11 +618,7 @@ def test_a_value_another_fact_names_in_the_older_language_is_no_new_value() -> N
 
 #: The restatement bars of the default configuration, within and across languages.
 ACROSS = dataclasses.replace(
-    HOW,
-    restated_similarity=0.8,
-    restated_across_languages=0.5,
-    restated_values=0.5,
-    restated_values_across=0.3,
+    HOW, restated=Bars(0.8, across_languages=0.5, values=0.5, values_across=0.3)
 )
 
 

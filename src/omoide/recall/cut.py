@@ -72,38 +72,14 @@ class Cut:
     min_score: float
     relative_floor: float
     diversity: float = 0.0
-    restated_similarity: float = 0.0
-    #: The restatement threshold for two texts in different languages (0: the same).
-    restated_across_languages: float = 0.0
-    #: Two texts in one language whose words but for numbers and codes agree this much are
-    #: one statement with other values (0: off; ``router.restated_wording``).
-    restated_wording: float = 0.0
-    #: Two texts in one language stating different values this alike in meaning are one
-    #: fact at another value (0: off; ``router.restated_values``).
-    restated_values: float = 0.0
-    #: Two texts in different languages stating values of one kind (``36h`` and ``45h``)
-    #: and not the same ones are one fact at another value when this alike in meaning (0:
-    #: off; ``router.restated_values_across_languages``).
-    restated_values_across: float = 0.0
-    #: A restatement's relevance is at least this share of the older item's (0: any).
-    restated_relevance: float = 0.0
+    #: Restatements' settings, for a question about the present (None: none are sought;
+    #: :mod:`omoide.recall.restatements`).
+    restated: Bars | None = None
     #: Strength of freshness in ordering what passed the cut (0: by score alone;
     #: ``router.present_freshness_order``, for a question about the present).
     freshness_order: float = 0.0
     #: Candidates one signal of a source brings (``router.candidate_pool``).
     pool: int = 50
-
-    @property
-    def bars(self) -> Bars:
-        """The restatement settings (:mod:`omoide.recall.restatements`)."""
-        return Bars(
-            self.restated_similarity,
-            self.restated_across_languages,
-            self.restated_wording,
-            self.restated_values,
-            self.restated_values_across,
-            self.restated_relevance,
-        )
 
 
 def cut(found: Sequence[Found], how: Cut, embedder: Embedder, query: str = "") -> list[Found]:
@@ -134,10 +110,10 @@ def cut(found: Sequence[Found], how: Cut, embedder: Embedder, query: str = "") -
         return f.item.score >= floor or f.item.id in needed
 
     similar: np.ndarray | None
-    if how.restated_similarity > 0:
+    if how.restated is not None:
         # Restatements may come from under the floor: look at all above the absolute one.
         candidates = [f for f in ranked if f.item.score >= how.min_score or passes(f)]
-        ranked, similar = restated(candidates, passes, how.bars, embedder, query)
+        ranked, similar = restated(candidates, passes, how.restated, embedder, query)
     else:
         ranked = [f for f in ranked if passes(f)]
         similar = similarity(ranked, embedder) if how.diversity else None
@@ -168,8 +144,8 @@ def _fresher_first(answers: list[Found], how: Cut, embedder: Embedder, query: st
         weighed.append((value, f))
     weighed.sort(key=lambda pair: -pair[0])
     out = _current_first([f for _, f in weighed])
-    if how.restated_similarity > 0:
-        out, _ = restated(out, lambda f: True, how.bars, embedder, query)
+    if how.restated is not None:
+        out, _ = restated(out, lambda f: True, how.restated, embedder, query)
     return out
 
 

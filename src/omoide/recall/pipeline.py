@@ -44,6 +44,7 @@ from omoide.recall import sources
 from omoide.recall.context import Context, ContextItem
 from omoide.recall.cut import Cut, cut
 from omoide.recall.packing import pack
+from omoide.recall.restatements import Bars
 from omoide.recall.route import route
 from omoide.recall.scoring import score
 from omoide.recall.sources import Asked, Found, MemoryParts
@@ -108,12 +109,16 @@ class Recall:
                 "diversity", config.diversity if diversity is None else diversity
             ),
             # Of two statements of one fact, the newer answers "what is X now" only.
-            restated_similarity=config.restated_similarity if plan.present else 0.0,
-            restated_across_languages=config.restated_similarity_across_languages,
-            restated_wording=config.restated_wording,
-            restated_values=config.restated_values,
-            restated_values_across=config.restated_values_across_languages,
-            restated_relevance=config.restated_relevance,
+            restated=Bars(
+                config.restated_similarity,
+                config.restated_similarity_across_languages,
+                config.restated_wording,
+                config.restated_values,
+                config.restated_values_across_languages,
+                config.restated_relevance,
+            )
+            if plan.present and config.restated_similarity > 0
+            else None,
             # Of the answers to "what is X now", the fresher first.
             freshness_order=config.present_freshness_order if plan.says_present else 0.0,
             pool=config.candidate_pool,
@@ -130,7 +135,7 @@ class Recall:
         if "procedural" in chosen:
             found += sources.procedures(mem, asked, self._procedure_vectors)
         scored = score(found, plan, config)
-        if "episodic" in chosen and how.restated_similarity > 0:
+        if "episodic" in chosen and how.restated is not None:
             # Later statements of what the best episodes say join them (scored again, as
             # recency runs over every candidate); the cut decides which restates one.
             later = sources.successors(mem, asked, scored)

@@ -77,11 +77,23 @@ class Bars:
     """The restatement settings of one cut (the module's docstring): 0 turns a test off, and
     ``across_languages`` 0 is ``similarity``."""
 
+    #: Two items at least this alike in meaning (calibrated) say the same thing
+    #: (``router.restated_similarity``).
     similarity: float
+    #: The bar for two texts in different languages
+    #: (``router.restated_similarity_across_languages``).
     across_languages: float = 0.0
+    #: Two texts in one language whose words but for numbers and codes agree this much are
+    #: one statement with other values (``router.restated_wording``).
     wording: float = 0.0
+    #: Two texts in one language stating values of one kind, not the same ones, this alike
+    #: in meaning are one fact at another value (``router.restated_values``).
     values: float = 0.0
+    #: The same across two languages (``36h`` and ``45h``;
+    #: ``router.restated_values_across_languages``).
     values_across: float = 0.0
+    #: A restatement's relevance is at least this share of the older item's
+    #: (``router.restated_relevance``).
     relevance: float = 0.0
 
     def values_bars(self, differ: np.ndarray) -> np.ndarray:
