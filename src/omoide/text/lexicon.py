@@ -66,7 +66,9 @@ class _Lexicon:
     """The word list, read once: Japanese form → English keys, English key → Japanese forms."""
 
     def __init__(self, lines: list[str]) -> None:
-        self.english: dict[str, frozenset[str]] = {}
+        # Tuples, not sets: the garbage collector stops walking a tuple of strings once it
+        # has seen it, and walks every set on each full collection (35,000 of them here).
+        self.english: dict[str, tuple[str, ...]] = {}
         reverse: dict[str, set[str]] = {}
         for line in lines:
             form, _, glosses = line.rstrip("\n").partition("\t")
@@ -83,7 +85,7 @@ class _Lexicon:
                     for key in words:
                         reverse.setdefault(key, set()).add(form)
             if keys:
-                self.english[form] = frozenset(keys)
+                self.english[form] = tuple(sorted(keys))
         # The lengths of the forms starting with each character, longest first.
         lengths: dict[str, set[int]] = {}
         for form in self.english:
