@@ -145,7 +145,7 @@ def may_restate(
     else:
         values = [t for t in terms if any(c.isdigit() for c in t)]
     texts = [f.item.text for f in found]
-    kept = np.array([word_share(values, analysed(t)) for t in texts])
+    held = np.array([word_share(values, analysed(t)) for t in texts])  # the asked values
     other = np.array([bool(asked) and names_another(asked, t) for t in texts], dtype=bool)
     relevant = np.array([f.item.signals.get("relevance", 0.0) for f in found])
     meaning = np.array(
@@ -166,7 +166,7 @@ def may_restate(
     through -= rewords & np.diag(as_well)[None, :]
     answers = as_well | (through > 0)
     named = ~(other[:, None] & ~other[None, :])
-    keeps = kept[:, None] >= kept[None, :]
+    keeps = held[:, None] >= held[None, :]
     return np.asarray(pairs & answers & named & keeps & ~compared.two_records())
 
 
