@@ -6,6 +6,10 @@ when the model rates them less alike than a rewording: one sentence with other v
 (:func:`other_values`) — a time after a time, a room after a room, a number after a number
 in its unit, not a duration after a time. Each text's words are read once and remembered:
 the candidates of one store recur from question to question.
+
+The functions of two texts (:func:`worded_alike`, :func:`other_values`, :func:`same_values`,
+:func:`two_records`) are the definitions; a recall asks :class:`Compared`, which answers them
+for every pair of its candidates at once, and a test holds each answer to its definition.
 """
 
 from __future__ import annotations
