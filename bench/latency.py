@@ -32,6 +32,7 @@ import random
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -443,11 +444,17 @@ def recall_bench(
                 "Memory.recall as an agent, questions about the present",
                 lambda q: mem.recall(q, agent_name=agent),
             ),
+            (  # a recall limits BLAS to one thread in the main thread only (omoide.core.blas)
+                "Memory.recall as an agent, questions about the present, from a worker "
+                "thread: BLAS on every core (ablation)",
+                lambda q: worker.submit(mem.recall, q, agent_name=agent).result(),
+            ),
         ]
-        samples = {
-            label: timed(fn, [_asked(label)(rng, 10_000 * k + i) for i in range(n_queries)])
-            for k, (label, fn) in enumerate(runs, start=1)
-        }
+        with ThreadPoolExecutor(max_workers=1) as worker:
+            samples = {
+                label: timed(fn, [_asked(label)(rng, 10_000 * k + i) for i in range(n_queries)])
+                for k, (label, fn) in enumerate(runs, start=1)
+            }
         out = io.StringIO()
         for embedded in (False, True):
             asked = question(rng, 999_990 + embedded)

@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from omoide.core.blas import single_threaded
 from omoide.core.models import LAYERS
 from omoide.core.scope import teams_of
 from omoide.core.validation import (
@@ -123,48 +124,51 @@ class Recall:
             freshness_order=config.present_freshness_order if plan.says_present else 0.0,
             pool=config.candidate_pool,
         )
-        asked = Asked(query, mem.embedder.embed_query(query), plan, reader, teams, when)
+        # BLAS on one thread: the recall's products are small, and the embedder's threads
+        # still spin on the cores after its question is embedded (omoide.core.blas).
+        with single_threaded():
+            asked = Asked(query, mem.embedder.embed_query(query), plan, reader, teams, when)
 
-        found: list[Found] = []
-        if "working" in chosen and session is not None:
-            found += sources.working(mem, asked, session)
-        if "episodic" in chosen:
-            found += sources.episodes(mem, asked)
-        if "semantic" in chosen:
-            found += sources.documents(mem, asked, wanted)
-        if "procedural" in chosen:
-            found += sources.procedures(mem, asked, self._procedure_vectors)
-        scored = score(found, plan, config)
-        if "episodic" in chosen and how.restated is not None:
-            # Later statements of what the best episodes say join them (scored again, as
-            # recency runs over every candidate); the cut decides which restates one.
-            later = sources.successors(mem, asked, scored)
-            if later:
-                scored = score([*found, *later], plan, config)
-        ranked = [f.item for f in cut(scored, how, mem.embedder, query)]
-        items, rendered, used = pack(
-            query, reader or OPERATOR, ranked, budget, mem.token_counter, self._bound
-        )
-        # The accesses and the log entry are written in one transaction: one commit per
-        # recall rather than one for each, and not waited for on disk (bookkeeping: a
-        # power failure may lose the last recalls' entries, never a memory).
-        with mem.db.transaction(durable=False):
-            self._touch(items, when)
-            recall_id = self._log(
-                query, reader or OPERATOR, session, chosen, plan, budget, used, items
+            found: list[Found] = []
+            if "working" in chosen and session is not None:
+                found += sources.working(mem, asked, session)
+            if "episodic" in chosen:
+                found += sources.episodes(mem, asked)
+            if "semantic" in chosen:
+                found += sources.documents(mem, asked, wanted)
+            if "procedural" in chosen:
+                found += sources.procedures(mem, asked, self._procedure_vectors)
+            scored = score(found, plan, config)
+            if "episodic" in chosen and how.restated is not None:
+                # Later statements of what the best episodes say join them (scored again, as
+                # recency runs over every candidate); the cut decides which restates one.
+                later = sources.successors(mem, asked, scored)
+                if later:
+                    scored = score([*found, *later], plan, config)
+            ranked = [f.item for f in cut(scored, how, mem.embedder, query)]
+            items, rendered, used = pack(
+                query, reader or OPERATOR, ranked, budget, mem.token_counter, self._bound
             )
-        return Context(
-            query=query,
-            agent_name=reader or OPERATOR,
-            items=tuple(items),
-            tokens=used,
-            budget_tokens=budget,
-            layers=chosen,
-            time_range=plan.time_range,
-            recall_id=recall_id,
-            session_id=session,
-            _rendered=rendered,
-        )
+            # The accesses and the log entry are written in one transaction: one commit per
+            # recall rather than one for each, and not waited for on disk (bookkeeping: a
+            # power failure may lose the last recalls' entries, never a memory).
+            with mem.db.transaction(durable=False):
+                self._touch(items, when)
+                recall_id = self._log(
+                    query, reader or OPERATOR, session, chosen, plan, budget, used, items
+                )
+            return Context(
+                query=query,
+                agent_name=reader or OPERATOR,
+                items=tuple(items),
+                tokens=used,
+                budget_tokens=budget,
+                layers=chosen,
+                time_range=plan.time_range,
+                recall_id=recall_id,
+                session_id=session,
+                _rendered=rendered,
+            )
 
     def _check_collections(self, collections: Sequence[str] | None) -> list[str]:
         known = self._mem.semantic.collections
