@@ -186,3 +186,13 @@ def test_a_scored_item_keeps_every_other_field() -> None:
     assert item.scored(0.7, "semantic; relevance 0.65", signals) == dataclasses.replace(
         item, score=0.7, why="semantic; relevance 0.65", signals=signals
     )
+
+
+def test_a_noted_item_adds_to_its_why_and_keeps_the_rest() -> None:
+    item = ContextItem(
+        "episodic", "ep-1", "定例会議は水曜日に移します。", 0.42, "episodic", signals={"words": 0.5}
+    )
+    noted = item.noted("a newer statement of ep-0")
+    assert noted == dataclasses.replace(item, why="episodic; a newer statement of ep-0")
+    bare = dataclasses.replace(item, why="")
+    assert bare.noted("a newer statement of ep-0").why == "a newer statement of ep-0"

@@ -46,7 +46,7 @@ The session's pins and recent messages (working memory) are not cut: they come f
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -138,9 +138,7 @@ def _fresher_first(answers: list[Found], how: Cut, embedder: Embedder, query: st
         value = f.item.score
         if fresh is not None:
             value *= prior(fresh, how.freshness_order)
-            note = f"ordered by freshness {fresh:.2f} (a question about the present)"
-            why = f"{f.item.why}; {note}" if f.item.why else note
-            f = replace(f, item=replace(f.item, why=why))
+            f = f.noted(f"ordered by freshness {fresh:.2f} (a question about the present)")
         weighed.append((value, f))
     weighed.sort(key=lambda pair: -pair[0])
     out = _current_first([f for _, f in weighed])

@@ -51,7 +51,7 @@ its time.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -235,10 +235,9 @@ def _newer_first(
     """Each item that restates an older one ranked above it (``restates[b, a]``) moves right
     above that one; and ``similar`` in the new order."""
     order = list(range(len(ranked)))
-    restated_by = {
-        int(a): set(map(int, np.flatnonzero(restates[:, a])))
-        for a in np.flatnonzero(restates.any(axis=0))
-    }
+    restated_by: dict[int, set[int]] = {}
+    for b, a in zip(*np.nonzero(restates), strict=True):
+        restated_by.setdefault(int(a), set()).add(int(b))
     moved: dict[int, int] = {}  # moved item -> the older statement it moved above
     i = 0
     while i < len(order):
@@ -255,10 +254,7 @@ def _newer_first(
         moved.setdefault(b, a)
         i = at  # the moved item now sits at i: look at it against the rest in turn
     for b, a in moved.items():
-        item = ranked[b].item
-        note = f"a newer statement of {ranked[a].item.id}"
-        why = f"{item.why}; {note}" if item.why else note
-        ranked[b] = replace(ranked[b], item=replace(item, why=why))
+        ranked[b] = ranked[b].noted(f"a newer statement of {ranked[a].item.id}")
     return [ranked[k] for k in order], similar[np.ix_(order, order)]
 
 

@@ -99,6 +99,11 @@ class Found:
     #: (:func:`~omoide.layers.episodic.context_keys.thread_of`: one conversation, one task).
     thread: str | None = None
 
+    def noted(self, note: str) -> Found:
+        """This found item with ``note`` added to its item's why
+        (:meth:`ContextItem.noted <omoide.recall.context.ContextItem.noted>`)."""
+        return Found(self.item.noted(note), self.vector, self.successor, self.thread)
+
 
 @dataclass(frozen=True)
 class Asked:
