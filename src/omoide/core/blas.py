@@ -15,9 +15,10 @@ asked one after the other took 55-56 ms p50 and 103-121 ms p95; with BLAS on one
 is the process's, and ``threadpoolctl`` lets one thread at a time control it, so the scope
 limits it in the main thread only, where a single-threaded application recalls, and leaves
 it alone in other threads. Recalls in a worker thread, as a server's, were measured with BLAS
-limited for the whole process too: no clear difference (56.7-59.9 against 58.3-61.3 ms p50);
-why was not traced. Products the application computes in other threads while a recall runs
-in the main one run on one thread as well: slower, never wrong.
+limited for the whole process too: p50 56.7-59.9 against 58.3-61.3 ms in one measurement,
+52.5-52.9 against 56.8-60.5 in another; the servers leave the count alone for now. Products
+the application computes in other threads while a recall runs in the main one run on one
+thread as well: slower, never wrong.
 """
 
 from __future__ import annotations
