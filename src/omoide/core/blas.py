@@ -4,9 +4,9 @@ idle threads would hold the cores the next question's embedding needs.
 A question about the present compares its candidates with each other as matrices (a few
 hundred by 384 dimensions, and their words as rows of 0/1: :mod:`omoide.recall.restatements`).
 NumPy hands each product to its BLAS, which splits it over every core; BLAS's threads then
-spin for a while, waiting for more work. A recall begins by embedding its
-question on every core too (the embedder's OpenMP threads), and the next question's
-embedding waited for the cores the spinning threads held. On two cores, 150 such questions
+spin for a while, waiting for more work. A recall begins by embedding its question on every
+core too (the embedder's OpenMP threads), and the next question's embedding waited for the
+cores the spinning threads held. On two cores, 150 such questions
 asked one after the other took 55-56 ms p50 and 103-121 ms p95; with BLAS on one thread,
 45.6 and 62-67 ms (``bench/RESULTS.md``, change 22).
 

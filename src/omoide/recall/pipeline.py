@@ -124,8 +124,8 @@ class Recall:
             freshness_order=config.present_freshness_order if plan.says_present else 0.0,
             pool=config.candidate_pool,
         )
-        # BLAS on one thread: the recall's products are small, and the embedder's threads
-        # still spin on the cores after its question is embedded (omoide.core.blas).
+        # BLAS on one thread: the recall's products are small, and BLAS's idle threads would
+        # hold the cores the next question's embedding needs (omoide.core.blas).
         with single_threaded():
             asked = Asked(query, mem.embedder.embed_query(query), plan, reader, teams, when)
 
