@@ -84,3 +84,19 @@ def test_a_recall_multiplies_on_one_thread(
     assert context.ids("episodic")
     assert during and all(set(counts) == {1} for counts in during)
     assert set(blas_threads()) == {2}
+
+
+def test_a_server_serves_with_blas_on_one_thread(
+    mem: Memory, two_threads: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server's recalls run in worker threads: it limits BLAS for its process while it
+    serves, and gives the count back when it stops."""
+    import uvicorn
+
+    from omoide.server.rest import serve
+
+    serving: list[list[int]] = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **options: serving.append(blas_threads()))
+    serve(mem, mcp=False, maintenance=False, dashboard=False)
+    assert serving and set(serving[0]) == {1}
+    assert set(blas_threads()) == {2}

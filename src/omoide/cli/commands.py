@@ -227,6 +227,7 @@ def _mcp(args: argparse.Namespace, out: Output) -> int:
         remote.whoami()  # an unknown or revoked key fails now, not at the first tool call
         create_mcp_server(lambda caller: remote).run("stdio")
         return 0
+    from omoide.core.blas import process_wide
     from omoide.memory import Memory
     from omoide.service.local import Caller
 
@@ -242,10 +243,12 @@ def _mcp(args: argparse.Namespace, out: Output) -> int:
 
             _warn_about_keys(mem, args.host)
             app = create_mcp_app(mem, host=args.host)
-            uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
+            with process_wide():  # its recalls run in worker threads (omoide.core.blas)
+                uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
             return 0
         assert agent is not None
-        create_mcp_server(local_operations(mem, Caller.for_agent(mem, agent))).run("stdio")
+        with process_wide():
+            create_mcp_server(local_operations(mem, Caller.for_agent(mem, agent))).run("stdio")
     return 0
 
 

@@ -14,11 +14,12 @@ asked one after the other took 55-56 ms p50 and 103-121 ms p95; with BLAS on one
 (scikit-learn does the same around its OpenMP code), and restores the count after. The count
 is the process's, and ``threadpoolctl`` lets one thread at a time control it, so the scope
 limits it in the main thread only, where a single-threaded application recalls, and leaves
-it alone in other threads. Recalls in a worker thread, as a server's, were measured with BLAS
-limited for the whole process too: p50 56.7-59.9 against 58.3-61.3 ms in one measurement,
-52.5-52.9 against 56.8-60.5 in another; the servers leave the count alone for now. Products
-the application computes in other threads while a recall runs in the main one run on one
-thread as well: slower, never wrong.
+it alone in other threads. A server, whose recalls run in worker threads, owns its process
+and limits the count for all of it while it serves (:func:`process_wide`, opened in its main
+thread): in three paired measurements of recalls in a worker thread, questions about the
+present took 1.4-8 ms less at p50 with it (``bench/RESULTS.md``, change 23). Products the
+application computes in other threads while a recall runs in the main one run on one thread
+as well: slower, never wrong.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from typing import Any
 
 from threadpoolctl import ThreadpoolController
 
-__all__ = ["single_threaded"]
+__all__ = ["process_wide", "single_threaded"]
 
 
 @contextmanager
@@ -40,6 +41,15 @@ def single_threaded() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    with _blas().limit(limits=1):
+        yield
+
+
+@contextmanager
+def process_wide() -> Iterator[None]:
+    """BLAS on one thread in every thread of the process inside the scope: a server's, around
+    its serving. Open it in the main thread (``threadpoolctl`` lets another thread change
+    nothing while the main one controls the count)."""
     with _blas().limit(limits=1):
         yield
 

@@ -28,6 +28,7 @@ from fastapi.responses import StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from omoide._version import __version__
+from omoide.core.blas import process_wide
 from omoide.memory import Memory
 from omoide.pipelines.scheduler import BackgroundMaintenance
 from omoide.server import schemas as s
@@ -190,4 +191,5 @@ def serve(
     app = create_app(mem, mcp=mcp, host=host, maintenance=maintenance, dashboard=dashboard)
     config = {**LOG_CONFIG, "loggers": dict(LOG_CONFIG["loggers"])}
     config["loggers"]["omoide"] = {**config["loggers"]["omoide"], "level": log_level.upper()}
-    uvicorn.run(app, host=host, port=port, log_level=log_level, log_config=config)
+    with process_wide():  # its recalls run in worker threads (omoide.core.blas)
+        uvicorn.run(app, host=host, port=port, log_level=log_level, log_config=config)
