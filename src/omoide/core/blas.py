@@ -6,9 +6,9 @@ hundred by 384 dimensions, and their words as rows of 0/1: :mod:`omoide.recall.r
 NumPy hands each product to its BLAS, which splits it over every core; BLAS's threads then
 spin for a while, waiting for more work. A recall begins by embedding its question on every
 core too (the embedder's OpenMP threads), and the next question's embedding waited for the
-cores the spinning threads held. On two cores, 150 such questions
-asked one after the other took 55-56 ms p50 and 103-121 ms p95; with BLAS on one thread,
-45.6 and 62-67 ms (``bench/RESULTS.md``, change 22).
+cores the spinning threads held. On two cores, 150 such questions asked one after the other
+took 55-56 ms p50 and 103-121 ms p95; with BLAS on one thread, 45.6 and 62-67 ms
+(``bench/RESULTS.md``, change 22).
 
 :func:`single_threaded` runs BLAS on one thread inside its scope, through ``threadpoolctl``
 (scikit-learn does the same around its OpenMP code), and restores the count after. The count
@@ -41,7 +41,7 @@ def single_threaded() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    with _blas().limit(limits=1):
+    with process_wide():
         yield
 
 
