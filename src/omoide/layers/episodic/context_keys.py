@@ -39,6 +39,7 @@ from typing import Any
 
 from omoide.clock import from_timestamp
 from omoide.core.scope import GLOBAL, PRIVATE
+from omoide.storage.ranking import best_matches
 from omoide.text.fulltext import index_text, match_expression
 from omoide.text.identifiers import codes
 
@@ -248,21 +249,28 @@ def search_keys(
     params: Sequence[Any],
     limit: int,
     weights: Sequence[float] = DEFAULT_COLUMN_WEIGHTS,
+    *,
+    narrow: bool = False,
 ) -> dict[int, float]:
     """BM25 (higher is better) of the best ``limit`` context keys matching ``query`` among
-    the episodes selected by ``where``."""
+    the episodes selected by ``where`` (``narrow``: a few listed ones;
+    :mod:`omoide.storage.ranking`)."""
     expression = match_expression(query)
     if not expression:
         return {}
-    match = db.dialect.fulltext("episode_keys_fts", "k", weights)
-    rows = db.query(
-        f"SELECT k.rowid, {match.score} FROM {match.source} "
-        "JOIN episodes ON episodes.rowid = k.rowid "
-        f"WHERE {match.condition} AND {where} "
-        f"ORDER BY {match.order} LIMIT ?",
-        [expression, *params, limit],
+    found = best_matches(
+        db,
+        "episode_keys_fts",
+        expression,
+        rows="episodes",
+        key="episodes.rowid",
+        where=where,
+        params=params,
+        limit=limit,
+        weights=weights,
+        narrow=narrow,
     )
-    return {int(r[0]): max(0.0, float(r[1])) for r in rows}
+    return dict(found)
 
 
 def search_named(
@@ -286,7 +294,7 @@ def search_named(
     if not naming:
         return {}
     among = f"{where} AND episodes.rowid IN ({', '.join('?' * len(naming))})"
-    return search_keys(db, query, among, [*params, *naming], limit, weights)
+    return search_keys(db, query, among, [*params, *naming], limit, weights, narrow=True)
 
 
 def key_texts(db: Any, rowids: Iterable[int]) -> dict[int, str]:

@@ -36,6 +36,7 @@ from omoide.layers.episodic.context_keys import backfill, refresh_keys, remove_k
 from omoide.providers.tokens import TokenCounter, count_rendered, default_token_counter
 from omoide.storage import Database
 from omoide.storage.database import timeline
+from omoide.storage.ranking import passing
 from omoide.storage.rebuilds import (
     CONTEXT_KEYS_REBUILD,
     EPISODE_FULLTEXT_REBUILD,
@@ -337,9 +338,7 @@ class EpisodicRows:
         """Those of ``rowids`` whose episodes match ``where`` (indexed reads, 500 at a time)."""
         found: set[int] = set()
         for part in _batches(rowids):
-            marks = ",".join("?" * len(part))
-            sql = f"SELECT rowid FROM episodes WHERE rowid IN ({marks}) AND {where}"
-            found.update(int(r[0]) for r in self._db.query(sql, [*part, *params]))
+            found |= passing(self._db, part, "episodes", "episodes.rowid", where, params)
         return found
 
     def rowids_where(self, where: str, params: Sequence[Any] = ()) -> set[int]:
