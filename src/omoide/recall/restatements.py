@@ -235,14 +235,18 @@ def _newer_first(
     """Each item that restates an older one ranked above it (``restates[b, a]``) moves right
     above that one; and ``similar`` in the new order."""
     order = list(range(len(ranked)))
+    # Which items restate each one, read from its column when the walk reaches it: of a
+    # recall's few thousand restating pairs most are never looked at.
+    restated = np.asarray(restates.any(axis=0), dtype=bool)
     restated_by: dict[int, set[int]] = {}
-    for b, a in zip(*np.nonzero(restates), strict=True):
-        restated_by.setdefault(int(a), set()).add(int(b))
     moved: dict[int, int] = {}  # moved item -> the older statement it moved above
     i = 0
     while i < len(order):
         a = order[i]
-        newer = restated_by.get(a, set())
+        newer = restated_by.get(a)
+        if newer is None:
+            newer = set(np.flatnonzero(restates[:, a]).tolist()) if restated[a] else set()
+            restated_by[a] = newer
         later = range(i + 1, len(order)) if newer else range(0)
         j = next((j for j in later if order[j] in newer), None)
         if j is None:
