@@ -31,6 +31,18 @@ from omoide.storage.chroma import chroma_errors, query_collection
 
 __all__ = ["DocumentCandidate", "gather"]
 
+#: The registry's columns a candidate is made of (not the document's contents: its text is
+#: the chunk nearest the question, and a long document's contents are long).
+COLUMNS = (
+    "id",
+    "state",
+    "superseded_by",
+    "chunk_count",
+    "agent_name",
+    "updated_at",
+    "chunk_tokens",
+)
+
 
 @dataclass(frozen=True)
 class DocumentCandidate:
@@ -94,12 +106,12 @@ def gather(
         else matches(db, collection, expression, pool, None, reader, teams, now, also=[*nearest])
     )
     missing = [d for d in words if d not in nearest]
-    rows = {r["id"]: r for r in registry.rows(collection, [*nearest, *missing])}
+    rows = {r["id"]: r for r in registry.rows(collection, [*nearest, *missing], COLUMNS)}
     # The current version of every superseded candidate is a candidate too (it may be worded
     # unlike the question: restated in another language); superseding points at the newest.
     successors = {r["superseded_by"] for r in rows.values() if r["superseded_by"] is not None}
     newer = [d for d in successors if d not in rows]
-    rows.update({r["id"]: r for r in registry.rows(collection, newer)})
+    rows.update({r["id"]: r for r in registry.rows(collection, newer, COLUMNS)})
     missing += [d for d in successors if d not in nearest and d not in missing]
     if missing:
         counts = {d: int(rows[d]["chunk_count"]) for d in missing if d in rows}

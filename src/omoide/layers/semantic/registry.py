@@ -320,14 +320,18 @@ class DocumentRegistry:
             inserted.append(int(cur.fetchall()[0][0]))
         sync_fulltext(conn, inserted)  # once all are in: a version's text holds the earlier
 
-    def rows(self, collection: str, doc_ids: Sequence[str]) -> list[Any]:
-        """The registry rows of these documents (those that exist), in batches of 500."""
+    def rows(
+        self, collection: str, doc_ids: Sequence[str], columns: Sequence[str] = ()
+    ) -> list[Any]:
+        """The registry rows of these documents (those that exist), in batches of 500: every
+        column, or ``columns`` only (a recall's candidates need not read their contents)."""
         rows: list[Any] = []
+        selected = ", ".join(columns) if columns else "*"
         for start in range(0, len(doc_ids), 500):
             part = list(doc_ids[start : start + 500])
             rows.extend(
                 self._db.query(
-                    f"SELECT * FROM semantic_docs WHERE collection=? AND id IN "
+                    f"SELECT {selected} FROM semantic_docs WHERE collection=? AND id IN "
                     f"({','.join('?' * len(part))})",
                     (collection, *part),
                 )
