@@ -133,3 +133,9 @@ def test_passing_keeps_the_listed_rows_the_filter_selects(db: Counted) -> None:
         ["a", "active"],
     ) == {10, 20}
     assert passing(db, [], "docs", "docs.rowid", "1 = 1", []) == set()
+
+
+def test_passing_reads_a_long_list_in_batches(db: Counted) -> None:
+    listed = list(range(1, 1201))  # more than one batch; most name no row
+    found = passing(db, listed, "docs", "docs.rowid", "docs.owner = ?", ["a"])
+    assert found == {i for i in range(10, 201, 10)}

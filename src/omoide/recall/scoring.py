@@ -54,7 +54,7 @@ def weighs_as(item: ContextItem) -> str:
 
 def score(found: Sequence[Found], route: Route, config: RouterConfig) -> list[Found]:
     """``found`` with each item's score and why (see the module's docstring)."""
-    recency = _recency(found)
+    recency = _recency(found) if config.recency_prior else {}
     freshness = config.freshness_prior
     if route.present:
         freshness = max(freshness, config.present_freshness_prior)
