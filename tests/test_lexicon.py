@@ -72,9 +72,23 @@ def test_two_texts_are_in_one_language_when_each_writes_the_other_s_main_script(
     assert not written_alike(japanese, english)
     assert written_alike(japanese, writing("定例会議は月曜日です。"))
     mixed = writing("supportの決定: Q2 on-callは「a weekly rotation of four people」とする。")
-    assert mixed.main == {"latin"}
     assert written_alike(mixed, writing("決定: サポートは4 hours以内に顧客へ返信する。"))
     assert written_alike(writing("12:30"), english)
+
+
+def test_a_sentence_with_hiragana_is_japanese_however_long_its_english_names() -> None:
+    """Hiragana is Japanese grammar: a Japanese sentence whose English names take more
+    letters than its Japanese is in Japanese's language, not in English's."""
+    named = writing("検討の結果、PO#5265はKaede Packagingへ発注します。")
+    assert named.main == {"cjk"}
+    assert written_alike(named, writing("本日の出荷予定、計画どおり進行中。"))
+    assert not written_alike(
+        named, writing("Decision on PO#2052: the order goes to Kaede Packaging.")
+    )
+    quoted = writing("supportの決定: Q2 on-callは「a weekly rotation of four people」とする。")
+    assert quoted.main == {"cjk"}
+    # no hiragana: the script most of its letters are in
+    assert writing("The 倉庫管理システム is down").main == {"latin"}
 
 
 def test_recall_finds_the_answer_in_the_other_language_by_its_words(tmp_path: Path) -> None:

@@ -54,6 +54,7 @@ __all__ = [
 
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uff66-\uff9f]")
 _LATIN = re.compile(r"[A-Za-z]")
+_HIRAGANA = re.compile(r"[\u3041-\u309f]")
 #: A text is in a script when at least this share of its letters is of that script.
 SCRIPT_SHARE = 0.2
 
@@ -90,8 +91,8 @@ def _scripts_of(*names: str) -> frozenset[str]:
 
 class Writing(NamedTuple):
     """How a text is written, for telling whether two texts are in one language: the script
-    most of its letters are in (of its first 400 characters), and every script it has a
-    letter of."""
+    most of its letters are in (of its first 400 characters; Japanese whenever it holds
+    hiragana), and every script it has a letter of."""
 
     main: frozenset[str]
     present: frozenset[str]
@@ -110,7 +111,11 @@ def _writing(sample: str) -> Writing:
     present = tuple(s for s, n in (("cjk", cjk), ("latin", latin)) if n)
     if not present:
         return _written((), present)
-    return _written(("cjk" if cjk >= latin else "latin",), present)
+    # Hiragana is Japanese grammar (its particles and endings): a sentence holding it is
+    # written in Japanese however many letters its English names take ("検討の結果、PO#5265は
+    # Kaede Packagingへ発注します。").
+    japanese = _HIRAGANA.search(sample) is not None
+    return _written(("cjk" if cjk >= latin or japanese else "latin",), present)
 
 
 @cache
