@@ -25,23 +25,11 @@ from omoide.core.filters import public_metadata, reader_where
 from omoide.layers.semantic.counts import decode_counts
 from omoide.layers.semantic.matches import matches
 from omoide.layers.semantic.mirror import ChunkFlags, Found, MirroredCollection, chunk_flags
-from omoide.layers.semantic.registry import SEARCHABLE, DocumentRegistry
+from omoide.layers.semantic.registry import SEARCH_COLUMNS, SEARCHABLE, DocumentRegistry
 from omoide.storage import Database
 from omoide.storage.chroma import chroma_errors, query_collection
 
 __all__ = ["DocumentCandidate", "gather"]
-
-#: The registry's columns a candidate is made of (not the document's contents: its text is
-#: the chunk nearest the question, and a long document's contents are long).
-COLUMNS = (
-    "id",
-    "state",
-    "superseded_by",
-    "chunk_count",
-    "agent_name",
-    "updated_at",
-    "chunk_tokens",
-)
 
 
 @dataclass(frozen=True)
@@ -106,12 +94,12 @@ def gather(
         else matches(db, collection, expression, pool, None, reader, teams, now, also=[*nearest])
     )
     missing = [d for d in words if d not in nearest]
-    rows = {r["id"]: r for r in registry.rows(collection, [*nearest, *missing], COLUMNS)}
+    rows = {r["id"]: r for r in registry.rows(collection, [*nearest, *missing], SEARCH_COLUMNS)}
     # The current version of every superseded candidate is a candidate too (it may be worded
     # unlike the question: restated in another language); superseding points at the newest.
     successors = {r["superseded_by"] for r in rows.values() if r["superseded_by"] is not None}
     newer = [d for d in successors if d not in rows]
-    rows.update({r["id"]: r for r in registry.rows(collection, newer, COLUMNS)})
+    rows.update({r["id"]: r for r in registry.rows(collection, newer, SEARCH_COLUMNS)})
     missing += [d for d in successors if d not in nearest and d not in missing]
     if missing:
         counts = {d: int(rows[d]["chunk_count"]) for d in missing if d in rows}

@@ -49,7 +49,7 @@ from omoide.layers.semantic.hits import (
     ranked,
     words_of,
 )
-from omoide.layers.semantic.registry import DocumentRegistry
+from omoide.layers.semantic.registry import SEARCH_COLUMNS, DocumentRegistry
 from omoide.providers.embeddings import Embedder
 from omoide.storage import Database
 from omoide.storage.chroma import chroma_errors
@@ -180,7 +180,9 @@ class DocumentQueries:
             )
         )
         nearest = [document_of(cid, meta) for cid, _, meta, _ in chunks]
-        live = live_of(self._registry.rows(collection, list(dict.fromkeys(nearest))))
+        live = live_of(
+            self._registry.rows(collection, list(dict.fromkeys(nearest)), SEARCH_COLUMNS)
+        )
         found = hits(collection, chunks, live_of=live, dedupe=dedupe)
         if rank == "meaning":
             found.sort(key=lambda h: (current_first and not h.current, h.distance))
@@ -190,7 +192,7 @@ class DocumentQueries:
             words = words_of(self._db, collection, asked, nearest, fetch)
 
             def more(doc_ids: list[str]) -> list[QueryHit]:
-                rows = self._registry.rows(collection, doc_ids)  # read once, for both
+                rows = self._registry.rows(collection, doc_ids, SEARCH_COLUMNS)  # once, for both
                 alive = live_of(rows)
                 counts = {r["id"]: int(r["chunk_count"]) for r in rows if r["id"] in alive}
                 got = chunks_of(coll, asked, vector, counts, dedupe=dedupe)

@@ -37,6 +37,17 @@ __all__ = ["DocumentRegistry", "document"]
 
 #: The states in which a document is searchable.
 SEARCHABLE = ("active", "compressed")
+#: The columns a search reads of a document's row: not its contents (a hit's text is its
+#: chunk nearest the question, and a long document's contents are long).
+SEARCH_COLUMNS = (
+    "id",
+    "state",
+    "superseded_by",
+    "chunk_count",
+    "agent_name",
+    "updated_at",
+    "chunk_tokens",
+)
 
 
 class DocumentRegistry:
