@@ -336,10 +336,7 @@ class EpisodicRows:
 
     def matching(self, rowids: Sequence[int], where: str, params: Sequence[Any]) -> set[int]:
         """Those of ``rowids`` whose episodes match ``where`` (indexed reads, 500 at a time)."""
-        found: set[int] = set()
-        for part in _batches(rowids):
-            found |= passing(self._db, part, "episodes", "episodes.rowid", where, params)
-        return found
+        return passing(self._db, rowids, "episodes", "episodes.rowid", where, params)
 
     def rowids_where(self, where: str, params: Sequence[Any] = ()) -> set[int]:
         """The row ids of the episodes matching ``where``."""
