@@ -388,15 +388,21 @@ class EpisodeSearch:
         params: Sequence[Any],
         pool: int,
     ) -> dict[int, float]:
-        """The ``pool`` most similar episodes that match ``where``. The nearest few times
-        ``pool`` are checked first (one indexed read); only when fewer than ``pool`` of them
-        match — the filter is narrow — is every episode matching it read, so the answer is
-        the same either way."""
+        """The ``pool`` most similar episodes that match ``where``. The nearest twice
+        ``pool`` are checked first (one indexed read), then the next twice ``pool``; only
+        when fewer than ``pool`` of those match — the filter is narrow — is every episode
+        matching it read. Each step stops once ``pool`` match: every episode further down is
+        less similar than all of them, so the answer is the same either way."""
         if not len(rowids):
             return {}
         k = min(len(rowids), 4 * pool)
         nearest = np.argpartition(-sims, k - 1)[:k] if k < len(rowids) else np.arange(k)
-        allowed = self.rows.matching([int(r) for r in rowids[nearest]], where, params)
+        nearest = nearest[np.argsort(-sims[nearest], kind="stable")]
+        allowed: set[int] = set()
+        for part in (nearest[: 2 * pool], nearest[2 * pool :]):
+            allowed |= self.rows.matching([int(r) for r in rowids[part]], where, params)
+            if len(allowed) >= pool:
+                break
         if len(allowed) >= pool or k == len(rowids):
             kept = np.array([i for i in nearest if int(rowids[i]) in allowed], dtype=np.int64)
         else:  # a narrow filter: read every episode it lets through
