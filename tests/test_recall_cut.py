@@ -13,6 +13,7 @@ import numpy as np
 
 from omoide.recall.context import ContextItem
 from omoide.recall.cut import Cut, cut
+from omoide.recall.packing import dedupe
 from omoide.recall.restatements import Bars
 from omoide.recall.sources import Found
 from omoide.recall.statements import (
@@ -317,6 +318,20 @@ def test_top_k_places_go_to_distinct_memories() -> None:
     found[1] = dataclasses.replace(found[1], item=dataclasses.replace(found[1].item, text="item 0"))
     two = dataclasses.replace(HOW, top_k=2)
     assert kept(found, two) == ["e000", "e002"]
+
+
+def test_dedupe_to_a_limit_is_the_first_of_the_whole_dedupe() -> None:
+    """The cut dedupes only as far as the places it fills: the same first items, copies
+    skipped on the way, as deduping everything."""
+    texts = ["a", "a", "b", "c", "b", "d"]
+    items = [
+        ContextItem(layer="episodic", id=f"e{i}", text=t, score=1 - i / 10, why="")
+        for i, t in enumerate(texts)
+    ]
+    whole = [i.id for i in dedupe(items)]
+    assert whole == ["e0", "e2", "e3", "e5"]
+    for limit in range(1, 6):
+        assert [i.id for i in dedupe(items, limit)] == whole[:limit]
 
 
 def _statements(newer: str, relevance: tuple[float, float], similarity: float) -> list[Found]:

@@ -91,7 +91,7 @@ def cut(found: Sequence[Found], how: Cut, embedder: Embedder, query: str = "") -
         key=lambda f: (-f.item.score, f.item.layer, f.item.id),
     )
     if not ranked:
-        return _distinct(kept)
+        return _distinct(kept, len(kept))
     ranked = below_sources(ranked)
     floor = max(how.min_score, _relative_floor(ranked, how.relative_floor, how.pool))
     ranked = _current_first(ranked)
@@ -119,7 +119,9 @@ def cut(found: Sequence[Found], how: Cut, embedder: Embedder, query: str = "") -
         similar = similarity(ranked, embedder) if how.diversity else None
     if similar is not None and how.diversity > 0:
         ranked = _diverse(ranked, similar, how.diversity, how.top_k)
-    out = _distinct(kept + ranked)
+    # Working items come first and are at most len(kept): the first len(kept) + top_k
+    # distinct items hold every working item and the top_k best others.
+    out = _distinct(kept + ranked, len(kept) + how.top_k)
     working = [f for f in out if f.item.layer == "working"]
     answers = [f for f in out if f.item.layer != "working"][: how.top_k]
     if how.freshness_order > 0 and len(answers) > 1:
@@ -147,9 +149,10 @@ def _fresher_first(answers: list[Found], how: Cut, embedder: Embedder, query: st
     return out
 
 
-def _distinct(found: list[Found]) -> list[Found]:
-    """``found`` with one item per memory, the first of each (see :func:`dedupe`)."""
-    first = {id(item) for item in dedupe([f.item for f in found])}
+def _distinct(found: list[Found], limit: int) -> list[Found]:
+    """The first ``limit`` of ``found`` with one item per memory, the first of each (see
+    :func:`dedupe`)."""
+    first = {id(item) for item in dedupe([f.item for f in found], limit)}
     return [f for f in found if id(f.item) in first]
 
 

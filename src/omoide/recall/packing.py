@@ -92,14 +92,16 @@ def _fingerprint(text: str) -> str:
     return hashlib.sha1(normalised.encode()).hexdigest()
 
 
-def dedupe(items: list[ContextItem]) -> list[ContextItem]:
+def dedupe(items: list[ContextItem], limit: int | None = None) -> list[ContextItem]:
     """One item per memory: by layer and id, by the episode a document was made from (one
     overflow wrote: any agent may claim an ``episode_id`` in its metadata, and would hide that
     episode), and by identical text. ``items`` come ranked: the first of each memory stays,
-    in that order."""
+    in that order; ``limit``: the first that many only (the rest are not read)."""
     best: dict[str, ContextItem] = {}
     alias: dict[str, str] = {}
     for item in items:
+        if limit is not None and len(best) >= limit:
+            break
         keys = [f"{item.layer}:{item.id}", "text:" + _fingerprint(item.text)]
         if item.layer == "episodic":
             keys.append(f"episode:{item.id}")
