@@ -209,6 +209,7 @@ def _build(cls: type, data: Mapping[str, Any], where: str) -> Any:
             "howto_cues",
             "present_cues",
             "past_tense_cues",
+            "counting_cues",
         ):
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise ConfigError(f"{path}: expected an array of strings")
@@ -413,6 +414,7 @@ def _check_router(r: RouterConfig) -> None:
         "restated_values",
         "restated_values_across_languages",
         "restated_relevance",
+        "thread_turns",
     ):
         _unit(getattr(r, name), f"router.{name}")
     for name in ("layer_weights", "past_weights", "howto_weights"):
@@ -422,7 +424,7 @@ def _check_router(r: RouterConfig) -> None:
             raise ConfigError(f"router.{name}: unknown layer(s) {', '.join(sorted(unknown))}")
         if any(not _number(v) or not 0 <= v <= 10 for v in weights.values()):
             raise ConfigError(f"router.{name}: expected numbers within [0, 10]")
-    for name in ("past_cues", "howto_cues", "present_cues", "past_tense_cues"):
+    for name in ("past_cues", "howto_cues", "present_cues", "past_tense_cues", "counting_cues"):
         if any(not isinstance(c, str) or not c.strip() for c in getattr(r, name)):
             raise ConfigError(f"router.{name}: expected non-empty phrases")
 

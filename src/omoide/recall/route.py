@@ -10,6 +10,8 @@ the trucks be parked") and no time range — is
 marked :attr:`Route.present`: of several statements of a fact, the newest answers it
 (:mod:`omoide.recall.restatements` puts a newer restatement first); and one that says so is marked
 :attr:`Route.says_present` as well: of the answers that pass the cut, the fresher come first.
+A question that counts things (``router.counting_cues``: "how many", "何回") is marked
+:attr:`Route.counting`: it gathers from several conversations (``router.thread_turns``).
 The cues and each route's weights are configuration
 (:class:`~omoide.core.settings.RouterConfig`), in Japanese and English.
 """
@@ -45,6 +47,8 @@ class Route:
     says_present: bool = False
     #: The identifiers the question names (:func:`omoide.text.identifiers.identifier_tokens`).
     identifiers: tuple[str, ...] = ()
+    #: The question counts things said on many occasions (``router.counting_cues``).
+    counting: bool = False
 
 
 @lru_cache(maxsize=16)
@@ -114,7 +118,8 @@ def route(query: str, now: datetime, config: RouterConfig | None = None) -> Rout
     present = _present(folded, past, time_range, config)
     says = _cued(folded, config.present_cues)
     ids = tuple(identifier_tokens(text))
-    return Route(weights, reasons, time_range, past, howto, present, says, ids)
+    counting = _cued(folded, config.counting_cues)
+    return Route(weights, reasons, time_range, past, howto, present, says, ids, counting)
 
 
 _DEFAULTS = {"working": 1.0, "episodic": 0.9, "semantic": 1.0, "procedural": 0.6}

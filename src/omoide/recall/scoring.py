@@ -25,6 +25,10 @@ question is about (nor a newer episode above which it would otherwise not rank).
 * identifiers — ``router.other_identifier_factor`` for an item that names none of the
   identifiers the question asks about but another of the same form (another incident code,
   another rack): words and meaning cannot tell ``HX-166`` from ``HX-162``.
+* threads — for a question that counts (:attr:`Route.counting <omoide.recall.route.Route.
+  counting>`: "how many", "何回"), ``router.thread_turns ** k`` for the k-th best item of its
+  thread after the first (off at 1, the default): one conversation's turns, which share
+  their neighbours' words, give way to the other conversations a count gathers from.
 
 Working memory is not scored: the session's pins come first, then its recent messages.
 Each item's ``why`` says which signals made its score, with their values.
@@ -101,7 +105,32 @@ def score(found: Sequence[Found], route: Route, config: RouterConfig) -> list[Fo
             parts.append(f"layer weight {weight:g}")
         why = f"{item.why}; {', '.join(parts)}" if item.why else ", ".join(parts)
         scored.append(Found(item.scored(value, why, signals), f.vector, f.successor, f.thread))
-    return [_lent(f, lent) for f in scored] if lent else scored
+    scored = [_lent(f, lent) for f in scored] if lent else scored
+    if route.counting and config.thread_turns < 1.0:
+        scored = _threads_take_turns(scored, config.thread_turns)
+    return scored
+
+
+def _threads_take_turns(scored: list[Found], factor: float) -> list[Found]:
+    """Each item of a thread after its best scored ``factor ** k``, k its place in its
+    thread by score (0 for the best): what a greedy pick discounting each thread by the
+    items already taken from it gives, in one pass."""
+    order = sorted(range(len(scored)), key=lambda i: -scored[i].item.score)
+    placed: dict[str, int] = {}
+    out = list(scored)
+    for i in order:
+        f = scored[i]
+        if f.thread is None or f.item.layer == "working":
+            continue
+        k = placed[f.thread] = placed.get(f.thread, -1) + 1
+        if k:
+            item = f.item
+            why = f"{item.why}; item {k + 1} of its conversation, for a question that counts"
+            value = item.score * factor**k
+            out[i] = Found(
+                item.scored(value, why, dict(item.signals)), f.vector, f.successor, f.thread
+            )
+    return out
 
 
 def _lent(found: Found, lent: dict[str, tuple[float, str]]) -> Found:
