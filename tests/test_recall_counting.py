@@ -29,13 +29,14 @@ def test_counting_cues_in_both_languages() -> None:
     assert not route("大阪にはいつ行った？", NOW).counting
 
 
-def _found(thread: str | None, relevance: float, n: int) -> Found:
+def _found(thread: str | None, relevance: float, n: int, author: str = "user") -> Found:
     item = ContextItem(
         layer="episodic",
         id=f"{thread}-{n}",
         text=f"turn {n}",
         score=0.0,
         why="",
+        author=author,
         signals={"relevance": relevance, "words": relevance, "meaning": relevance},
     )
     return Found(item, thread=thread)
@@ -100,3 +101,17 @@ def test_thread_turns_is_checked() -> None:
         Config.from_dict({"router": {"thread_turns": 1.5}})
     with pytest.raises(ConfigError, match="counting_cues"):
         Config.from_dict({"router": {"counting_cues": ["how many", " "]}})
+
+
+def test_another_writer_under_a_thread_s_name_lowers_none_of_its_items() -> None:
+    """A thread's name is its writer's claim: items another agent writes under it make a
+    conversation of their own, and the victim's best item keeps its score."""
+    found = [
+        _found("a", 0.9, 0, author="mallory"),
+        _found("a", 0.85, 1, author="mallory"),
+        _found("a", 0.8, 2, author="user"),
+    ]
+    config = dataclasses.replace(RouterConfig(), thread_turns=0.5)
+    scored = {f.item.id: f for f in score(found, route("How many trips?", NOW, config), config)}
+    assert scored["a-2"].item.score == pytest.approx(0.9 * 0.8)
+    assert scored["a-1"].item.score == pytest.approx(0.9 * 0.85 * 0.5)

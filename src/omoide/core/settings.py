@@ -330,10 +330,10 @@ class RouterConfig:
     present_cues: tuple[str, ...] = PRESENT_CUES
     past_tense_cues: tuple[str, ...] = PAST_TENSE_CUES
     #: A question counting things (``counting_cues``: "how many", "何回") gathers them from
-    #: several conversations: of the items of one thread, the k-th best (k from 0) scores
-    #: ``thread_turns ** k`` of its score, so one conversation's turns, which share their
+    #: several conversations: of one writer's items in one thread, the k-th best (k from 0)
+    #: scores ``thread_turns ** k`` of its score, so one conversation's turns, which share their
     #: neighbours' words, do not fill the places. Off (1) by default: at 0.85 LongMemEval
-    #: dev turn all@5 72.6 → 75.0, LoCoMo 1-5 R@10 78.4 → 78.5 and 6-10 75.2 either way,
+    #: dev turn all@5 72.6 → 75.0, LoCoMo R@10 78.4 either way (1-5) and 75.2 → 75.1 (6-10),
     #: but a knowledge update's newest session first 10 → 9 of 17 (a lowered turn no
     #: longer restated by the newer one); stores without threads are unaffected. A setting
     #: for stores of many conversations whose questions count (bench/RESULTS.md, change 27).

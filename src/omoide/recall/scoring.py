@@ -27,8 +27,9 @@ question is about (nor a newer episode above which it would otherwise not rank).
   another rack): words and meaning cannot tell ``HX-166`` from ``HX-162``.
 * threads — for a question that counts (:attr:`Route.counting <omoide.recall.route.Route.
   counting>`: "how many", "何回"), ``router.thread_turns ** k`` for the k-th best item of its
-  thread after the first (off at 1, the default): one conversation's turns, which share
-  their neighbours' words, give way to the other conversations a count gathers from.
+  writer's in its thread after the first (off at 1, the default): one conversation's turns,
+  which share their neighbours' words, give way to the other conversations a count gathers
+  from.
 
 Working memory is not scored: the session's pins come first, then its recent messages.
 Each item's ``why`` says which signals made its score, with their values.
@@ -114,15 +115,18 @@ def score(found: Sequence[Found], route: Route, config: RouterConfig) -> list[Fo
 def _threads_take_turns(scored: list[Found], factor: float) -> list[Found]:
     """Each item of a thread after its best scored ``factor ** k``, k its place in its
     thread by score (0 for the best): what a greedy pick discounting each thread by the
-    items already taken from it gives, in one pass."""
+    items already taken from it gives, in one pass. A thread is one writer's: a thread's
+    name is the writer's claim, and another agent writing under it must not lower the
+    items of the conversation it names."""
     order = sorted(range(len(scored)), key=lambda i: -scored[i].item.score)
-    placed: dict[str, int] = {}
+    placed: dict[tuple[str, str], int] = {}
     out = list(scored)
     for i in order:
         f = scored[i]
         if f.thread is None or f.item.layer == "working":
             continue
-        k = placed[f.thread] = placed.get(f.thread, -1) + 1
+        key = (f.item.author, f.thread)
+        k = placed[key] = placed.get(key, -1) + 1
         if k:
             item = f.item
             why = f"{item.why}; item {k + 1} of its conversation, for a question that counts"
