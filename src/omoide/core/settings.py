@@ -331,12 +331,13 @@ class RouterConfig:
     past_tense_cues: tuple[str, ...] = PAST_TENSE_CUES
     #: A question counting things (``counting_cues``: "how many", "何回") gathers them from
     #: several conversations: of one writer's items in one thread, the k-th best (k from 0)
-    #: scores ``thread_turns ** k`` of its score, so one conversation's turns, which share their
-    #: neighbours' words, do not fill the places. Off (1) by default: at 0.85 LongMemEval
-    #: dev turn all@5 72.6 → 75.0, LoCoMo R@10 78.4 either way (1-5) and 75.2 → 75.1 (6-10),
-    #: but a knowledge update's newest session first 10 → 9 of 17 (a lowered turn no
-    #: longer restated by the newer one); stores without threads are unaffected. A setting
-    #: for stores of many conversations whose questions count (bench/RESULTS.md, change 27).
+    #: scores ``thread_turns ** k`` of its score, so one conversation's turns, which share
+    #: their neighbours' words, do not fill the places. Off (1) by default: at 0.85
+    #: LongMemEval dev turn all@5 72.6 → 75.0, LoCoMo R@10 78.4 either way (1-5) and
+    #: 75.2 → 75.1 (6-10), but a knowledge update's newest session first 10 → 9 of 17 (a
+    #: lowered turn's newer restatement is not moved above its thread); stores without
+    #: threads are unaffected. A setting for stores of many conversations whose questions
+    #: count (bench/RESULTS.md, change 27).
     counting_cues: tuple[str, ...] = COUNTING_CUES
     thread_turns: float = 1.0
     layer_weights: Mapping[str, float] = field(
