@@ -100,7 +100,7 @@ def test_a_newer_restatement_of_a_kept_item_is_kept_and_comes_first() -> None:
     assert [f.item.id for f in cut(found, present, HashEmbedder(8), question)] == ["new", "old"]
 
 
-def _thread_statements(*between: tuple[str, float, str]) -> list[Found]:
+def _thread_statements(*between: tuple[str, float, str], newer: float = 0.5) -> list[Found]:
     """An older conversation (thread ``t-old``) that states a fact and talks around it, a
     newer conversation's restatement of the fact, items ``between`` (id, score, thread) and
     a background of unrelated items."""
@@ -127,7 +127,7 @@ def _thread_statements(*between: tuple[str, float, str]) -> list[Found]:
             thread="t-old",
         ),
         Found(
-            item("new", "The weekly sync meeting is on Wednesdays.", 0.5, LATER),
+            item("new", "The weekly sync meeting is on Wednesdays.", newer, LATER),
             fact,
             thread="t-new",
         ),
@@ -152,6 +152,19 @@ def test_a_newer_restatement_goes_above_the_rest_of_the_older_conversation() -> 
     # An item of another conversation between them stays above: only the older statement's
     # own conversation, ranked right above it, is passed.
     between = _thread_statements(("y", 0.88, "t-other"))
+    ids = [f.item.id for f in cut(between, present, HashEmbedder(8), question)]
+    assert ids == ["o1", "y", "new", "o2"]
+
+
+def test_a_restatement_already_above_the_older_statement_goes_above_its_conversation() -> None:
+    """Ranked between the older statement and its conversation's other item, the newer
+    statement still goes above that conversation's account, as if it had to move."""
+    present = dataclasses.replace(HOW, restated=Bars(0.8))
+    question = "Which day is the weekly sync meeting?"
+    found = _thread_statements(newer=0.87)
+    ids = [f.item.id for f in cut(found, present, HashEmbedder(8), question)]
+    assert ids == ["new", "o1", "o2"]
+    between = _thread_statements(("y", 0.88, "t-other"), newer=0.86)
     ids = [f.item.id for f in cut(between, present, HashEmbedder(8), question)]
     assert ids == ["o1", "y", "new", "o2"]
 

@@ -250,6 +250,11 @@ def _newer_first(
         later = range(i + 1, len(order)) if newer else range(0)
         j = next((j for j in later if order[j] in newer), None)
         if j is None:
+            # A restatement already above this item still goes above the rest of its
+            # conversation's account ranked right above it.
+            b, at = _lift_above(ranked, order, i, newer)
+            if b is not None:
+                moved.setdefault(b, a)
             i += 1
             continue
         b = order[j]
@@ -260,6 +265,24 @@ def _newer_first(
     for b, a in moved.items():
         ranked[b] = ranked[b].noted(f"a newer statement of {ranked[a].item.id}")
     return [ranked[k] for k in order], similar[np.ix_(order, order)]
+
+
+def _lift_above(
+    ranked: Sequence[Found], order: list[int], i: int, newer: set[int]
+) -> tuple[int | None, int]:
+    """A restatement of the item at ``i`` ranked above it but below items of its thread
+    (older than the restatement, right above it) moves above those too; which one moved
+    and where (None: none)."""
+    for j in range(i):
+        b = order[j]
+        if b not in newer:
+            continue
+        rest = order[:j] + order[j + 1 :]
+        at = _above_thread(ranked, rest, i - 1, ranked[b])
+        if at < j:
+            order.insert(at, order.pop(j))
+            return b, at
+    return None, i
 
 
 def _above_thread(ranked: Sequence[Found], order: Sequence[int], at: int, newer: Found) -> int:
