@@ -4,7 +4,8 @@ For a question about the present (:attr:`Route.present <omoide.recall.route.Rout
 ``router.restated_similarity`` > 0) the cut (:mod:`omoide.recall.cut`) moves each newer
 statement of a fact right above the older one, and above the items of the older one's thread
 (``context["thread"]``, else its ``session_id``: one conversation) ranked right above it,
-the rest of that conversation's account of the fact. As the current version of a fact passes
+the rest of that conversation's account of the fact — also when it already ranks above the
+older one but below those items. As the current version of a fact passes
 the floor with its superseded one, a restatement passes it with the item it restates.
 
 **Alike** (:func:`alike`): two items say the same thing when their embeddings are at least
