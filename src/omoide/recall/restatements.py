@@ -253,9 +253,9 @@ def _newer_first(
         if j is None:
             # A restatement already above this item still goes above the rest of its
             # conversation's account ranked right above it.
-            b, at = _lift_above(ranked, order, i, newer)
-            if b is not None:
-                moved.setdefault(b, a)
+            lifted = _lift_above(ranked, order, i, newer) if newer else None
+            if lifted is not None:
+                moved.setdefault(lifted, a)
             i += 1
             continue
         b = order[j]
@@ -268,22 +268,19 @@ def _newer_first(
     return [ranked[k] for k in order], similar[np.ix_(order, order)]
 
 
-def _lift_above(
-    ranked: Sequence[Found], order: list[int], i: int, newer: set[int]
-) -> tuple[int | None, int]:
+def _lift_above(ranked: Sequence[Found], order: list[int], i: int, newer: set[int]) -> int | None:
     """A restatement of the item at ``i`` ranked above it but below items of its thread
-    (older than the restatement, right above it) moves above those too; which one moved
-    and where (None: none)."""
+    (older than the restatement, right above it) moves above those too; the one moved
+    (None: none)."""
     for j in range(i):
         b = order[j]
         if b not in newer:
             continue
-        rest = order[:j] + order[j + 1 :]
-        at = _above_thread(ranked, rest, i - 1, ranked[b])
+        at = _above_thread(ranked, order[:j] + order[j + 1 :], i - 1, ranked[b])
         if at < j:
             order.insert(at, order.pop(j))
-            return b, at
-    return None, i
+            return b
+    return None
 
 
 def _above_thread(ranked: Sequence[Found], order: Sequence[int], at: int, newer: Found) -> int:
