@@ -335,8 +335,8 @@ class RouterConfig:
     #: their neighbours' words, do not fill the places. Off (1) by default: at 0.85
     #: LongMemEval dev turn all@5 72.6 → 75.0 with every other figure as high, LoCoMo R@10
     #: 78.4 either way (1-5) and 75.2 → 75.1 (6-10); stores without threads are unaffected.
-    #: Measured on development data and one held-out half only: a candidate default once
-    #: held-out LongMemEval questions confirm it (bench/RESULTS.md, changes 27 and 28).
+    #: As the default the ranking before the cut loses 0.2 of LoCoMo 6-10's R@10: a trade
+    #: between benchmarks, so it stays off (bench/RESULTS.md, changes 27 and 28).
     counting_cues: tuple[str, ...] = COUNTING_CUES
     thread_turns: float = 1.0
     layer_weights: Mapping[str, float] = field(
