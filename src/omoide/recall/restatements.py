@@ -236,31 +236,37 @@ def _newer_first(
     """Each item that restates an older one ranked above it (``restates[b, a]``) moves right
     above that one; and ``similar`` in the new order."""
     order = list(range(len(ranked)))
+    # Where each item stands in ``order``, kept as items move: the walk asks where the
+    # restatements of every item it reaches are, a few hundred times a recall.
+    place = np.arange(len(ranked))
     # Which items restate each one, read from its column when the walk reaches it: of a
     # recall's few thousand restating pairs most are never looked at.
     restated = np.asarray(restates.any(axis=0), dtype=bool)
-    restated_by: dict[int, set[int]] = {}
+    restated_by: dict[int, np.ndarray] = {}
     moved: dict[int, int] = {}  # moved item -> the older statement it moved above
     i = 0
     while i < len(order):
         a = order[i]
+        if not restated[a]:
+            i += 1
+            continue
         newer = restated_by.get(a)
         if newer is None:
-            newer = set(np.flatnonzero(restates[:, a]).tolist()) if restated[a] else set()
-            restated_by[a] = newer
-        later = range(i + 1, len(order)) if newer else range(0)
-        j = next((j for j in later if order[j] in newer), None)
-        if j is None:
+            newer = restated_by[a] = np.flatnonzero(restates[:, a])
+        at_places = place[newer]
+        below = at_places[at_places > i]
+        if not len(below):
             # A restatement already above this item still goes above the rest of its
             # conversation's account ranked right above it.
-            lifted = _lift_above(ranked, order, i, newer) if newer else None
+            lifted = _lift_above(ranked, order, place, i, at_places)
             if lifted is not None:
                 moved.setdefault(lifted, a)
             i += 1
             continue
+        j = int(below.min())
         b = order[j]
         at = _above_thread(ranked, order, i, ranked[b])
-        order.insert(at, order.pop(j))
+        _move(order, place, j, at)
         moved.setdefault(b, a)
         i = at  # the moved item now sits at i: look at it against the rest in turn
     for b, a in moved.items():
@@ -268,30 +274,51 @@ def _newer_first(
     return [ranked[k] for k in order], similar[np.ix_(order, order)]
 
 
-def _lift_above(ranked: Sequence[Found], order: list[int], i: int, newer: set[int]) -> int | None:
-    """A restatement of the item at ``i`` ranked above it but below items of its thread
-    (older than the restatement, right above it) moves above those too; the one moved
-    (None: none)."""
-    for j in range(i):
+def _move(order: list[int], place: np.ndarray, j: int, at: int) -> None:
+    """Move the item at ``j`` in ``order`` to ``at``, keeping ``place`` (each item's index)."""
+    order.insert(at, order.pop(j))
+    low, high = min(at, j), max(at, j) + 1
+    place[order[low:high]] = np.arange(low, high)
+
+
+def _lift_above(
+    ranked: Sequence[Found], order: list[int], place: np.ndarray, i: int, newer: np.ndarray
+) -> int | None:
+    """A restatement of the item at ``i`` (``newer``: where its restatements stand) ranked
+    above it but below items of its thread (older than the restatement, right above it)
+    moves above those too; the one moved (None: none)."""
+    thread = ranked[order[i]].thread
+    if thread is None:
+        return None
+    # Only a restatement with nothing but the thread's items between it and ``i`` can move.
+    reach = i - 1
+    while reach >= 0 and ranked[order[reach]].thread == thread:
+        reach -= 1
+    for j in sorted(int(p) for p in newer if reach <= p < i):
         b = order[j]
-        if b not in newer:
-            continue
-        at = _above_thread(ranked, order[:j] + order[j + 1 :], i - 1, ranked[b])
+        at = _above_thread(ranked, order, i, ranked[b], skip=j)
         if at < j:
-            order.insert(at, order.pop(j))
+            _move(order, place, j, at)
             return b
     return None
 
 
-def _above_thread(ranked: Sequence[Found], order: Sequence[int], at: int, newer: Found) -> int:
+def _above_thread(
+    ranked: Sequence[Found], order: Sequence[int], at: int, newer: Found, skip: int = -1
+) -> int:
     """Where a restatement of the item at ``at`` (in ``order``) goes: right above it, and
     above the items of that one's thread ranked right above it and older than ``newer`` — the
-    rest of the older conversation's account of the fact."""
+    rest of the older conversation's account of the fact. The place ``skip`` (where the
+    restatement itself stands, when above) is stepped over."""
     thread = ranked[order[at]].thread
     when = newer.item.timestamp
-    while thread is not None and when is not None and at > 0:
-        above = ranked[order[at - 1]]
+    top = k = at
+    while thread is not None and when is not None and k > 0:
+        k -= 1
+        if k == skip:
+            continue
+        above = ranked[order[k]]
         if above.thread != thread or above.item.timestamp is None or above.item.timestamp >= when:
             break
-        at -= 1
-    return at
+        top = k
+    return top
