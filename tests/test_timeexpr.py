@@ -179,3 +179,43 @@ def test_recently_alone_is_the_last_days() -> None:
     for text in ("What have I done recently?", "最近のエラー", "almost recently"):
         found = find_time_range(text, NOW)
         assert found is not None and found.start == NOW - timedelta(days=RECENT_DAYS), text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "What is the Monday standup rule?",
+        "What was decided in the Monday meeting?",
+        "the Tuesday deploy freeze",
+        "Monday-morning standup notes",
+        "what do we do with today-delivery orders?",
+        "月曜定例のルールは？",
+        "火曜リリースの手順は？",
+        "日曜大工の道具はどこ？",
+    ],
+)
+def test_a_weekday_or_day_in_a_topic_s_name_names_no_day(text: str) -> None:
+    assert find_time_range(text, NOW) is None
+
+
+def test_a_time_said_after_a_topic_s_weekday_is_the_range() -> None:
+    for text, expression in (
+        ("What did we change about the Monday standup rule last month?", "last month"),
+        ("月曜定例のルールは先月どう変わった？", "先月"),
+        ("金曜レビューで先週何があった？", "先週"),
+    ):
+        found = find_time_range(text, NOW)
+        assert found is not None and found.expression == expression, text
+
+
+def test_a_weekday_run_into_a_time_of_day_still_names_its_day() -> None:
+    for text, expression in (
+        ("月曜朝に何があった？", "月曜"),
+        ("月曜夜のデプロイ", "月曜"),
+        ("月曜日中に終わらせた", "月曜日"),
+        ("先週の月曜定例", "先週の月曜"),
+        ("What did we ship Monday?", "Monday"),
+        ("How do we handle same-day delivery today?", "today"),
+    ):
+        found = find_time_range(text, NOW)
+        assert found is not None and found.expression == expression, text

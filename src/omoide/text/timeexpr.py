@@ -21,6 +21,7 @@ expression                                 range
 月曜日から・月曜以降 / since Monday           the most recent Monday → now
 先週の月曜日 / last Monday, on Monday         that day
 毎週月曜 / every Monday, Monday mornings     none: a habit names no day
+月曜定例 / the Monday standup                none: part of a topic (also today-delivery)
 今朝 / this morning, 昨夜 / last night        the morning, the evening and night
 最近 / recently                              the last 14 days
 一番最近 / most recently                      none: the newest, whenever it was
@@ -382,6 +383,8 @@ def _en_relative(m: re.Match[str], now: datetime) -> tuple[datetime, datetime]:
     said = re.sub(r"\s+", " ", m[0].lower())
     if said == "recently" and _qualified(m, _SUPERLATIVE_EN):
         raise ValueError(m[0])
+    if _COMPOUND_AFTER_EN.search(m.string[m.end() :]):
+        raise ValueError(m[0])  # "today-delivery orders": part of a topic's name
     return _RELATIVE_EN[said](now)
 
 
@@ -442,9 +445,22 @@ _HABIT_AFTER_EN = re.compile(
 )
 
 
+#: A weekday or a day named as part of a topic names no day either: in a compound ("月曜定例",
+#: "火曜リリース": a weekday run into a noun, not into a time of day or a time relation;
+#: "today-delivery orders") or after an article ("the Monday standup", "the Friday review").
+_TIME_WORD_JA = "朝昼夜晩夕午深中頃以迄未早明前後分付"  # 月曜朝, 月曜日中, 月曜以前, 月曜付
+_TOPIC_AFTER_JA = re.compile(rf"^(?![{_TIME_WORD_JA}])[\u3400-\u9fff\u30a0-\u30ff]")
+_TOPIC_BEFORE_EN = re.compile(
+    r"(?<![A-Za-z])(?:the|a|an|our|my|your|their|his|her|its)\s+$", re.IGNORECASE
+)
+_COMPOUND_AFTER_EN = re.compile(r"^-[A-Za-z]")
+
+
 @_pattern(rf"(?P<last>先週の?)?{_WEEKDAY_JA}(?P<since>から|以降|以来)?")
 def _ja_weekday(m: re.Match[str], now: datetime) -> tuple[datetime, datetime]:
     if not m["last"] and _qualified(m, _HABIT_BEFORE_JA, _HABIT_AFTER_JA):
+        raise ValueError(m[0])
+    if not m["last"] and not m["since"] and _TOPIC_AFTER_JA.search(m.string[m.end() :]):
         raise ValueError(m[0])
     day = _last_weekday(now, _WEEKDAYS_JA[m["wd"]], before_this_week=bool(m["last"]))
     if m["since"]:
@@ -456,6 +472,8 @@ def _ja_weekday(m: re.Match[str], now: datetime) -> tuple[datetime, datetime]:
 def _en_weekday(m: re.Match[str], now: datetime) -> tuple[datetime, datetime]:
     pre = (m["pre"] or "").lower()
     if pre in ("", "on") and _qualified(m, _HABIT_BEFORE_EN, _HABIT_AFTER_EN):
+        raise ValueError(m[0])
+    if not pre and _qualified(m, _TOPIC_BEFORE_EN, _COMPOUND_AFTER_EN):
         raise ValueError(m[0])
     day = _last_weekday(now, _WEEKDAYS_EN[m["wd"].lower()], before_this_week=pre == "last")
     if pre == "since":
