@@ -219,3 +219,14 @@ def test_a_weekday_run_into_a_time_of_day_still_names_its_day() -> None:
     ):
         found = find_time_range(text, NOW)
         assert found is not None and found.expression == expression, text
+
+
+def test_a_weekday_of_last_week_is_that_week_s_day() -> None:
+    for text, start, end in (
+        ("What did we do on Monday last week?", d(3, 9), d(3, 10)),
+        ("the notes of Monday of last week", d(3, 9), d(3, 10)),
+        ("since Monday last week", d(3, 9), NOW),
+        ("on Monday", d(3, 16), d(3, 17)),  # this week's, as before
+    ):
+        found = find_time_range(text, NOW)
+        assert found is not None and found.as_tuple() == (start, end), text

@@ -19,7 +19,7 @@ expression                                 range
 3月5日 / March 5, 2024年3月5日               that day
 2023年 / in 2023                             that year
 月曜日から・月曜以降 / since Monday           the most recent Monday → now
-先週の月曜日 / last Monday, on Monday         that day
+先週の月曜日 / last Monday, on Monday         that day (Monday last week: a week earlier)
 毎週月曜 / every Monday, Monday mornings     none: a habit names no day
 月曜定例 / the Monday standup                none: part of a topic (also today-delivery)
 今朝 / this morning, 昨夜 / last night        the morning, the evening and night
@@ -468,14 +468,18 @@ def _ja_weekday(m: re.Match[str], now: datetime) -> tuple[datetime, datetime]:
     return day, day + timedelta(days=1)
 
 
-@_pattern(rf"{_B}(?P<pre>since|last|on)?\s*(?P<wd>{_WEEKDAY_EN}){_E}")
+@_pattern(
+    rf"{_B}(?P<pre>since|last|on)?\s*(?P<wd>{_WEEKDAY_EN})"
+    rf"(?P<week>,?\s+(?:of\s+)?(?:last|the\s+previous)\s+week)?{_E}"
+)
 def _en_weekday(m: re.Match[str], now: datetime) -> tuple[datetime, datetime]:
     pre = (m["pre"] or "").lower()
     if pre in ("", "on") and _qualified(m, _HABIT_BEFORE_EN, _HABIT_AFTER_EN):
         raise ValueError(m[0])
-    if not pre and _qualified(m, _TOPIC_BEFORE_EN, _COMPOUND_AFTER_EN):
+    if not pre and not m["week"] and _qualified(m, _TOPIC_BEFORE_EN, _COMPOUND_AFTER_EN):
         raise ValueError(m[0])
-    day = _last_weekday(now, _WEEKDAYS_EN[m["wd"].lower()], before_this_week=pre == "last")
+    earlier = pre == "last" or bool(m["week"])  # "last Monday", "on Monday last week"
+    day = _last_weekday(now, _WEEKDAYS_EN[m["wd"].lower()], before_this_week=earlier)
     if pre == "since":
         return day, now
     return day, day + timedelta(days=1)
