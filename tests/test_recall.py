@@ -555,6 +555,8 @@ def test_router_settings_validate() -> None:
         {"layer_weights": {"dreams": 1.0}},
         {"howto_weights": {"procedural": -1}},
         {"past_cues": [""]},
+        {"experience_cues": ["incident", ""]},
+        {"experience_cues": "incident"},
         {"present_cues": ["now", " "]},
         {"past_tense_cues": "did"},
         {"present_freshness_prior": 2},

@@ -107,6 +107,11 @@ def test_a_document_is_as_fresh_as_its_writing(
         ("先週の定例会議は何曜日？", False),  # names a time
         ("What is the Monday standup rule?", True),  # a weekday in a topic's name
         ("月曜定例のルールは？", True),
+        ("Who handles incident escalation?", True),  # experience, said of no time
+        ("定例会議はいつ？", True),
+        ("注文履歴の保存期間は？", True),
+        ("What was the incident escalation contact before?", False),  # "before": the past
+        ("前回のインシデントの連絡先は？", False),
     ],
 )
 def test_a_question_about_the_present_is_told_from_one_about_the_past(

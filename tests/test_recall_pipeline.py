@@ -159,6 +159,12 @@ def test_cues_and_weights_come_from_configuration(tmp_path: Path, clock: ManualC
     # Latin cues match whole words only; Japanese ones anywhere.
     assert not route("He is unchanged", NOW, config.router).past
     assert route("前回の計画は？", NOW).past
+    # An experience cue weighs the episodic layer up as a past cue does, and is configured
+    # apart: it does not put the question in the past.
+    experience = router(experience_cues=("postmortem",), past_weights={"episodic": 1.3})
+    asked = route("Who writes the postmortem?", NOW, experience.router)
+    assert asked.past and asked.present and asked.weights["episodic"] == 1.3
+    assert not route("Who writes the postmortem?", NOW).past
 
 
 def test_diversity_keeps_near_duplicates_from_crowding_the_context(

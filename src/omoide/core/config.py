@@ -206,6 +206,7 @@ def _build(cls: type, data: Mapping[str, Any], where: str) -> Any:
             "never_forget",
             "index_roots",
             "past_cues",
+            "experience_cues",
             "howto_cues",
             "present_cues",
             "past_tense_cues",
@@ -424,7 +425,8 @@ def _check_router(r: RouterConfig) -> None:
             raise ConfigError(f"router.{name}: unknown layer(s) {', '.join(sorted(unknown))}")
         if any(not _number(v) or not 0 <= v <= 10 for v in weights.values()):
             raise ConfigError(f"router.{name}: expected numbers within [0, 10]")
-    for name in ("past_cues", "howto_cues", "present_cues", "past_tense_cues", "counting_cues"):
+    cues = ("past_cues", "experience_cues", "howto_cues", "present_cues", "past_tense_cues")
+    for name in (*cues, "counting_cues"):
         if any(not isinstance(c, str) or not c.strip() for c in getattr(r, name)):
             raise ConfigError(f"router.{name}: expected non-empty phrases")
 

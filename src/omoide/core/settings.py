@@ -265,14 +265,21 @@ class LLMConfig:
 
 #: Phrases that mark a question about past experience (article section 10's flowchart). A
 #: phrase in Latin letters matches as whole words, case-insensitively; any other as written.
+#: They place the question in the past: of several statements of a fact, it may ask for an
+#: earlier one ("the previous setting", "前回の設定").
 PAST_CUES: tuple[str, ...] = (
     *("last time", "previous", "previously", "before", "earlier", "when did", "what happened"),
     *("did we", "did i", "did you", "did they", "did he", "did she", "used to", "ago"),
     *("have we ever", "have i ever", "have you ever", "have we already", "have i already"),
+    *("前回", "以前", "過去", "前に", "したこと", "あった", "この前"),
+)
+#: Words of a question about experience that say nothing of its time: they weigh the
+#: episodic layer up as the past cues do, but "Who handles incident escalation?" and
+#: "定例会議はいつ？" still ask about the present.
+EXPERIENCE_CUES: tuple[str, ...] = (
     *("remember", "experience", "experienced", "history", "incident", "same error"),
     *("same problem", "same issue"),
-    *("前回", "以前", "過去", "前に", "経験", "したこと", "あった", "いつ", "覚えて", "履歴"),
-    *("事例", "同じ", "この前"),
+    *("経験", "いつ", "覚えて", "履歴", "事例", "同じ"),
 )
 #: Phrases that ask about the state of things now: the newest statement of a fact answers.
 PRESENT_CUES: tuple[str, ...] = (
@@ -322,6 +329,7 @@ class RouterConfig:
     #: The flowchart's cues, and each layer's weight for a question with none, a question
     #: about the past (or naming a time) and a how-to question.
     past_cues: tuple[str, ...] = PAST_CUES
+    experience_cues: tuple[str, ...] = EXPERIENCE_CUES
     howto_cues: tuple[str, ...] = HOWTO_CUES
     #: A question about the present — one with a ``present_cues`` phrase, or one with no
     #: past cue, past tense (``past_tense_cues``) or time range — is answered by the newest

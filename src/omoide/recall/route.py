@@ -1,9 +1,11 @@
 """Routing a question: the article's flowchart reads its cues and weighs the layers.
 
-A time expression or a question about past experience (``router.past_cues``) weighs the
-episodic layer up; a how-to question (``router.howto_cues``: "how do I …", "手順", "方法")
-weighs procedures up; every layer is asked. A question about the present — one that says
-so (``router.present_cues``: "now", "currently", "今", "現在") or one with no past cue, no
+A time expression or a question about past experience (``router.past_cues``: "last time",
+"前回"; ``router.experience_cues``: "incident", "履歴") weighs the episodic layer up; a how-to
+question (``router.howto_cues``: "how do I …", "手順", "方法") weighs procedures up; every
+layer is asked. A question about the present — one that says so (``router.present_cues``:
+"now", "currently", "今", "現在") or one with no past cue (an experience cue says nothing of
+time: "Who handles incident escalation?" asks about now), no
 past tense (``router.past_tense_cues``, and an English word ending in "-ed" without a present
 or modal auxiliary: "what was fixed" but not "when are deploys allowed" or "where should
 the trucks be parked") and no time range — is
@@ -93,7 +95,8 @@ def route(query: str, now: datetime, config: RouterConfig | None = None) -> Rout
     text = unicodedata.normalize("NFKC", query)
     folded = text.casefold()
     time_range = find_time_range(text, now)
-    past = _cued(folded, config.past_cues)
+    in_past = _cued(folded, config.past_cues)
+    past = in_past or _cued(folded, config.experience_cues)
     howto = _cued(folded, config.howto_cues)
     weights = {**_DEFAULTS, **config.layer_weights}
     reasons = {
@@ -115,7 +118,7 @@ def route(query: str, now: datetime, config: RouterConfig | None = None) -> Rout
             howto_weights["episodic"] = min(weights["episodic"], howto_weights["episodic"])
         weights.update(howto_weights)
         reasons["procedural"] = "the question asks how to do something"
-    present = _present(folded, past, time_range, config)
+    present = _present(folded, in_past, time_range, config)
     says = _cued(folded, config.present_cues)
     ids = tuple(identifier_tokens(text))
     counting = _cued(folded, config.counting_cues)
