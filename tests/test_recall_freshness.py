@@ -112,6 +112,8 @@ def test_a_document_is_as_fresh_as_its_writing(
         ("注文履歴の保存期間は？", True),
         ("What was the incident escalation contact before?", False),  # "before": the past
         ("前回のインシデントの連絡先は？", False),
+        ("What time is the last pickup?", True),  # "last": the final one
+        ("What did we decide about the last pickup?", False),
     ],
 )
 def test_a_question_about_the_present_is_told_from_one_about_the_past(

@@ -290,10 +290,12 @@ PRESENT_CUES: tuple[str, ...] = (
 #: Grammatical marks of a question in the past tense (besides :data:`PAST_CUES` and, in
 #: English, any word ending in "-ed"): such a question asks about an event, not the current
 #: state of things. Japanese past forms are matched as written ("た?" is a question ending
-#: in the past tense, after NFKC folds "？" to "?").
+#: in the past tense, after NFKC folds "？" to "?"). "last" is not one: it says "final" as
+#: often ("the last pickup"), and "last week", "last Monday", "last time" are read as a
+#: time range or a past cue.
 PAST_TENSE_CUES: tuple[str, ...] = (
     *("did", "was", "were", "had", "went", "made", "took", "got", "gave", "came", "said"),
-    *("told", "bought", "found", "left", "began", "yesterday", "last"),
+    *("told", "bought", "found", "left", "began", "yesterday"),
     *("だった", "でした", "ました", "かった", "たっけ", "たの?", "たんだ", "たか?", "た?", "た。"),
 )
 #: Phrases that mark a question counting or adding up things said on many occasions.
