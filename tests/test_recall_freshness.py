@@ -113,6 +113,10 @@ def test_a_document_is_as_fresh_as_its_writing(
         ("What was the incident escalation contact before?", False),  # "before": the past
         ("前回のインシデントの連絡先は？", False),
         ("What time is the last pickup?", True),  # "last": the final one
+        ("Which dock is on the left?", True),  # an irregular participle, read as "-ed" is
+        ("How many pages do I have left to read?", True),
+        ("Who left the dock door open?", False),
+        ("What did Maria bake?", False),
         ("What did we decide about the last pickup?", False),
     ],
 )

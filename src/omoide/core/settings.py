@@ -294,8 +294,7 @@ PRESENT_CUES: tuple[str, ...] = (
 #: often ("the last pickup"), and "last week", "last Monday", "last time" are read as a
 #: time range or a past cue.
 PAST_TENSE_CUES: tuple[str, ...] = (
-    *("did", "was", "were", "had", "went", "made", "took", "got", "gave", "came", "said"),
-    *("told", "bought", "found", "left", "began", "yesterday"),
+    *("did", "was", "were", "had", "went", "took", "gave", "came", "began", "yesterday"),
     *("だった", "でした", "ました", "かった", "たっけ", "たの?", "たんだ", "たか?", "た?", "た。"),
 )
 #: Phrases that mark a question counting or adding up things said on many occasions.

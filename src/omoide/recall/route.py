@@ -70,8 +70,11 @@ def _cued(text: str, cues: Sequence[str]) -> bool:
     return pattern is not None and pattern.search(text) is not None
 
 
-#: An English word in the past tense or a past participle ("fixed", "decided", "changed")...
-_PAST_PARTICIPLE = re.compile(r"(?<![0-9a-z])[a-z]{2,}ed(?![0-9a-z])")
+#: An English word in the past tense or a past participle ("fixed", "decided", "changed",
+#: and the irregular ones that are both: "made", "bought", "left")...
+_PAST_PARTICIPLE = re.compile(
+    r"(?<![0-9a-z])(?:[a-z]{2,}ed|made|got|found|left|told|bought|said)(?![0-9a-z])"
+)
 #: ...which marks the past tense only without a present auxiliary ("when are deploys
 #: allowed", "what has changed" ask about now) or a modal one (a passive after "should",
 #: "can", "must": "where should the trucks be parked" asks where they are parked now).
