@@ -337,6 +337,9 @@ def _qualified(
 #: "most recently", "一番最近": the newest, whenever it was, not the last few days.
 _SUPERLATIVE_JA = re.compile(r"(?:一番|いちばん|最も)$")
 _SUPERLATIVE_EN = re.compile(r"(?<![A-Za-z])most\s+$", re.IGNORECASE)
+#: A day word joined to the next by a hyphen is part of a name: "today-delivery orders",
+#: "Monday-morning standup" (see the weekdays below).
+_COMPOUND_AFTER_EN = re.compile(r"^-[A-Za-z]")
 
 
 @_pattern("|".join(sorted(map(re.escape, _RELATIVE_JA), key=len, reverse=True)))
@@ -453,7 +456,6 @@ _TOPIC_AFTER_JA = re.compile(rf"^(?![{_TIME_WORD_JA}])[\u3400-\u9fff\u30a0-\u30f
 _TOPIC_BEFORE_EN = re.compile(
     r"(?<![A-Za-z])(?:the|a|an|our|my|your|their|his|her|its)\s+$", re.IGNORECASE
 )
-_COMPOUND_AFTER_EN = re.compile(r"^-[A-Za-z]")
 
 
 @_pattern(rf"(?P<last>先週の?)?{_WEEKDAY_JA}(?P<since>から|以降|以来)?")
