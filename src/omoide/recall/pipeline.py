@@ -47,7 +47,7 @@ from omoide.recall.cut import Cut, cut
 from omoide.recall.packing import pack
 from omoide.recall.restatements import Bars
 from omoide.recall.route import route
-from omoide.recall.scoring import score
+from omoide.recall.scoring import score, score_more
 from omoide.recall.sources import Asked, Found, MemoryParts
 
 __all__ = ["MAX_QUERY_CHARS", "OPERATOR", "Recall"]
@@ -140,11 +140,11 @@ class Recall:
                 found += sources.procedures(mem, asked, self._procedure_vectors)
             scored = score(found, plan, config)
             if "episodic" in chosen and how.restated is not None:
-                # Later statements of what the best episodes say join them (scored again, as
-                # recency runs over every candidate); the cut decides which restates one.
+                # Later statements of what the best episodes say join them; the cut decides
+                # which restates one.
                 later = sources.successors(mem, asked, scored)
                 if later:
-                    scored = score([*found, *later], plan, config)
+                    scored = score_more(found, scored, later, plan, config)
             ranked = [f.item for f in cut(scored, how, mem.embedder, query)]
             items, rendered, used = pack(
                 query, reader or OPERATOR, ranked, budget, mem.token_counter, self._bound

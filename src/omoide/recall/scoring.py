@@ -46,7 +46,7 @@ from omoide.recall.sources import Found
 from omoide.text.identifiers import names_another
 from omoide.text.relevance import prior
 
-__all__ = ["score", "weighs_as"]
+__all__ = ["score", "score_more", "weighs_as"]
 
 
 def weighs_as(item: ContextItem) -> str:
@@ -110,6 +110,27 @@ def score(found: Sequence[Found], route: Route, config: RouterConfig) -> list[Fo
     if route.counting and config.thread_turns < 1.0:
         scored = _threads_take_turns(scored, config.thread_turns)
     return scored
+
+
+def score_more(
+    found: Sequence[Found],
+    scored: Sequence[Found],
+    more: Sequence[Found],
+    route: Route,
+    config: RouterConfig,
+) -> list[Found]:
+    """``score([*found, *more])``, given ``scored`` (``score(found)``). Where no prior reads
+    the whole set (recency, threads taking turns) and no item of ``more`` is a version of a
+    fact (superseded, or the current version of one of ``found``), each item's score is its
+    own: ``scored`` stands and only ``more`` is scored. A question about the present adds
+    the later statements of what it found, and scoring every candidate again took about
+    1.5 ms of its 33 ms of own work."""
+    whole = bool(config.recency_prior) or (route.counting and config.thread_turns < 1.0)
+    current = {f.successor for f in found if f.successor is not None}
+    versions = any(f.successor is not None or f.item.id in current for f in more)
+    if whole or versions:
+        return score([*found, *more], route, config)
+    return [*scored, *score(more, route, config)]
 
 
 def _threads_take_turns(scored: list[Found], factor: float) -> list[Found]:
