@@ -118,6 +118,11 @@ def test_a_document_is_as_fresh_as_its_writing(
         ("Who left the dock door open?", False),
         ("What did Maria bake?", False),
         ("What did we decide about the last pickup?", False),
+        ("夜中に事故があったらどこに電話する？", True),  # the conditional: "if there is"
+        ("雨だったら集荷は止める？", True),
+        ("荷物が届きましたら誰に知らせる？", True),
+        ("前に事故があった？", False),  # the past form itself
+        ("雨だった日は集荷を止めた？", False),
     ],
 )
 def test_a_question_about_the_present_is_told_from_one_about_the_past(

@@ -53,14 +53,23 @@ class Route:
     counting: bool = False
 
 
+#: A Japanese cue in the past form (ending in た) followed by one of these is another form of
+#: the verb, which says nothing of the past: the conditional "事故があったら" (if there is an
+#: accident), "雨だったら", "届きましたら"; the listing "行ったり来たり".
+_NOT_PAST_AFTER = "らり"
+
+
 @lru_cache(maxsize=16)
 def _pattern(cues: Sequence[str]) -> re.Pattern[str] | None:
-    """One pattern for a list of cues: Latin-letter phrases as whole words, others as written."""
+    """One pattern for a list of cues: Latin-letter phrases as whole words, others as written
+    (one in the past form not followed by :data:`_NOT_PAST_AFTER`)."""
     parts = []
     for cue in cues:
         phrase = re.escape(unicodedata.normalize("NFKC", cue).casefold().strip())
         if cue.isascii():
             phrase = rf"(?<![0-9a-z]){phrase}(?![0-9a-z])"
+        elif cue.endswith("た"):
+            phrase = rf"{phrase}(?![{_NOT_PAST_AFTER}])"
         parts.append(phrase)
     return re.compile("|".join(parts)) if parts else None
 
