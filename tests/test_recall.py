@@ -305,6 +305,8 @@ def test_router_settings_load_and_validate() -> None:
         {"dense_weight": -1},
         {"importance_prior": 2},
         {"importance_prior": -0.1},
+        {"present_importance_prior": 2},
+        {"present_importance_prior": -0.5},
         {"recent_window_minutes": 0},
         {"candidate_pool": 0},
         {"meaning_pool": 0},
@@ -456,17 +458,26 @@ def test_a_current_version_scores_what_its_old_version_matched(mem: Memory) -> N
         assert "current version of" not in items[ids.index("decisions/other-agent")].why
 
 
-def test_importance_is_a_prior_on_relevance(tmp_path: object, clock: ManualClock) -> None:
+@pytest.mark.parametrize(
+    ("question", "present"),
+    [("サポートの返信目標時間はどう決めた？", False), ("サポートの返信目標時間は？", True)],
+)
+def test_importance_is_a_prior_on_relevance(
+    tmp_path: object, clock: ManualClock, question: str, present: bool
+) -> None:
     """Of two memories that match alike, the one its writer marked important ranks first, in
-    both layers; at the neutral importance (0.5) the prior changes nothing."""
+    both layers; at the neutral importance (0.5) the prior changes nothing. For a question
+    about the present an importance above neutral lifts nothing (what matters is not what
+    is current), while chatter is lowered as for any question."""
     import dataclasses
     from pathlib import Path
 
     from omoide import Config
     from omoide.core.config import RouterConfig
+    from omoide.recall.route import route
 
+    assert route(question, clock.now()).present is present
     path = Path(str(tmp_path)) / "d"
-    question = "サポートの返信目標時間は？"
     with Memory(path, clock=clock) as mem:
         mem.episodic.record_many(
             [
@@ -493,7 +504,8 @@ def test_importance_is_a_prior_on_relevance(tmp_path: object, clock: ManualClock
     weighted = Config(router=dataclasses.replace(RouterConfig(), **open_cut))
     flat = Config(router=dataclasses.replace(RouterConfig(), importance_prior=0.0, **open_cut))
     strength = weighted.router.importance_prior
-    assert strength > 0
+    lift = weighted.router.present_importance_prior if present else strength
+    assert strength > 0 and lift < strength if present else lift == strength
     with Memory(path, clock=clock, config=weighted) as mem:
         items = {i.id: i for i in mem.recall(question, agent_name="ceo").items}
     with Memory(path, clock=clock, config=flat) as mem:
@@ -503,9 +515,25 @@ def test_importance_is_a_prior_on_relevance(tmp_path: object, clock: ManualClock
     )
     assert items["neutral"].score == pytest.approx(plain["neutral"].score, abs=1e-6)
     assert items["decisions/target"].score == pytest.approx(
-        plain["decisions/target"].score * (1 + strength * (0.8 - 0.5)), abs=1e-6
+        plain["decisions/target"].score * (1 + lift * (0.8 - 0.5)), abs=1e-6
     )
-    assert "importance 0.80" in items["decisions/target"].why
+    assert ("importance 0.80" in items["decisions/target"].why) is (lift > 0)
+
+
+def test_a_procedures_proven_score_lifts_for_a_question_about_the_present(mem: Memory) -> None:
+    """A procedure's proven score says which way works, what "how do I" asks now: unlike a
+    writer's importance it lifts for a question about the present too."""
+    from omoide.recall.route import route
+
+    question = "How do I write an article?"
+    assert route(question, mem.clock.now()).present
+    for name, rate in (("article_proven", 0.9), ("article_new", 0.3)):
+        mem.procedural.register(
+            name, "~article", "Outline, draft, edit.", success_rate=rate, avg_quality_score=5.0
+        )
+    items = mem.recall(question, agent_name="ceo", layers=["procedural"]).items
+    assert [i.id for i in items][:2] == ["article_proven", "article_new"]
+    assert items[0].score > items[1].score and "importance" in items[0].why
 
 
 def test_an_identifier_the_question_names_finds_its_document(mem: Memory) -> None:

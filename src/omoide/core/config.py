@@ -394,6 +394,7 @@ def _check_router(r: RouterConfig) -> None:
         raise ConfigError("router.dense_weight: expected a number within [0, 100]")
     for name in (
         "importance_prior",
+        "present_importance_prior",
         "recency_prior",
         "freshness_prior",
         "present_freshness_prior",

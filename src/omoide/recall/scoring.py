@@ -7,7 +7,13 @@ the same experience, summarised, and summarising it must not lift it above the e
 question is about (nor a newer episode above which it would otherwise not rank).
 
 * importance — ``1 + router.importance_prior × (importance − 0.5)``: the writer's importance
-  of an episode, a document's ``importance`` metadata, a procedure's proven selection score;
+  of an episode, a document's ``importance`` metadata, a procedure's proven selection score.
+  For a question about the present (:attr:`Route.present <omoide.recall.route.Route.present>`)
+  a writer's importance above neutral lifts by ``router.present_importance_prior`` instead
+  (0, no lift, by default): it says how much a record matters — a settled bill, an incident,
+  an operator's remark — not that it states how things are now, which is what is asked.
+  Importance below neutral (chatter) lowers as for every question, and a procedure's proven
+  score, which says which way works, lifts as for every question;
 * recency — ``1 + router.recency_prior × (recency − 0.5)``, recency running from 0 for the
   oldest candidate of its layer to 1 for the newest;
 * freshness — ``1 + strength × (freshness − 0.5)``, the item's time on the episodic freshness
@@ -77,8 +83,11 @@ def score(found: Sequence[Found], route: Route, config: RouterConfig) -> list[Fo
         if "words" in signals:
             parts[0] += f" (words {signals['words']:.2f}, meaning {signals['meaning']:.2f})"
         importance = signals.get("importance", 0.5)
-        if config.importance_prior and importance != 0.5:
-            value *= prior(importance, config.importance_prior)
+        strength = config.importance_prior
+        if route.present and importance > 0.5 and item.layer != "procedural":
+            strength = config.present_importance_prior
+        if strength and importance != 0.5:
+            value *= prior(importance, strength)
             parts.append(f"importance {importance:.2f}")
         if freshness and "freshness" in signals:
             value *= prior(signals["freshness"], freshness)
