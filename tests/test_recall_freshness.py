@@ -97,6 +97,10 @@ def test_a_document_is_as_fresh_as_its_writing(
         ("Who moved the weekly team meeting?", False),
         ("Where did the team meet last time?", False),
         ("When are team meetings allowed?", True),  # a participle after a present auxiliary
+        ("What's the longest meeting allowed?", True),  # ...or its contraction
+        ("Where’re the team meetings held?", True),
+        ("Who's changed the meeting room?", True),  # "has changed": now
+        ("Who moved the team's meeting?", False),  # a possessive "'s" is no auxiliary
         ("Where should the team meeting be scheduled?", True),  # a passive after a modal
         ("Where was the team meeting scheduled?", False),
         ("Where did I go on my most recent trip?", True),  # says it asks about the latest

@@ -7,8 +7,8 @@ layer is asked. A question about the present — one that says so (``router.pres
 "now", "currently", "今", "現在") or one with no past cue (an experience cue says nothing of
 time: "Who handles incident escalation?" asks about now), no
 past tense (``router.past_tense_cues``, and an English word ending in "-ed" without a present
-or modal auxiliary: "what was fixed" but not "when are deploys allowed" or "where should
-the trucks be parked") and no time range — is
+or modal auxiliary or its contraction: "what was fixed" but not "when are deploys allowed",
+"what's allowed" or "where should the trucks be parked") and no time range — is
 marked :attr:`Route.present`: of several statements of a fact, the newest answers it
 (:mod:`omoide.recall.restatements` puts a newer restatement first); and one that says so is marked
 :attr:`Route.says_present` as well: of the answers that pass the cut, the fresher come first.
@@ -89,6 +89,10 @@ _PAST_PARTICIPLE = re.compile(
 #: "can", "must": "where should the trucks be parked" asks where they are parked now).
 _PRESENT_AUXILIARY = re.compile(
     r"(?<![0-9a-z])(is|are|am|do|does|has|have|can|must|should|shall|will|may)(?![0-9a-z])"
+    # and their contractions: "what's allowed", "they're parked", "we've changed" (a
+    # possessive "'s" follows a noun, not one of these words)
+    r"|(?<![0-9a-z])(what|where|who|when|which|how|why|it|that|there|here|he|she)['’]s"
+    r"(?![0-9a-z])|['’](re|m|ve)(?![0-9a-z])"
 )
 
 
