@@ -86,6 +86,8 @@ def score(found: Sequence[Found], route: Route, config: RouterConfig) -> list[Fo
         strength = config.importance_prior
         if route.present and importance > 0.5 and item.layer != "procedural":
             strength = config.present_importance_prior
+            if not strength:
+                parts.append(f"importance {importance:.2f}, no lift for a question about now")
         if strength and importance != 0.5:
             value *= prior(importance, strength)
             parts.append(f"importance {importance:.2f}")
