@@ -384,14 +384,12 @@ class RouterConfig:
     #: 0.6: `logistics` current facts 143 → 147 of 170, nothing lost (at 0.2 a feedback
     #: question is lost).
     importance_prior: float = 0.4
-    #: For a question about the present (``Route.present``), the strength of a writer's
-    #: importance above neutral (below it, ``importance_prior``; a procedure's proven score
-    #: is no writer's importance). Importance says how much a record matters (a settled
-    #: bill, an operator's remark at 0.9), not that it states the current value asked for:
-    #: at 0 (the default) `logistics` current facts 156 → 162 of 170 with maintenance and
-    #: without (another seed: 138 / 139 → 147 / 147), every other figure of both fleets the
-    #: same; at 0.2, 159. LoCoMo, LongMemEval and the document sets hold only the neutral
-    #: importance. See bench/RESULTS.md, change 34.
+    #: For a question about the present, the strength of a writer's importance above
+    #: neutral (below it, ``importance_prior``; a procedure's proven score is no writer's
+    #: importance). Importance says how much a record matters (a settled bill at 0.9), not
+    #: that it states the current value asked for: at 0 (the default) `logistics` current
+    #: facts 156 → 162 of 170 (another seed: 138 → 147), the other fleet figures the same;
+    #: at 0.2, 159. See bench/RESULTS.md, change 34.
     present_importance_prior: float = 0.0
     #: For a question that says it is about the present (``present_cues``: "now",
     #: "currently", "いま"), what passes the cut is ordered by its score times
