@@ -115,6 +115,8 @@ def test_a_document_is_as_fresh_as_its_writing(
         ("定例会議はいつ？", True),
         ("注文履歴の保存期間は？", True),
         ("What was the incident escalation contact before?", False),  # "before": the past
+        ("How warm may a load get before we stop the truck?", True),  # names a moment
+        ("Who checks the seals before departure?", True),
         ("前回のインシデントの連絡先は？", False),
         ("What time is the last pickup?", True),  # "last": the final one
         ("Which dock is on the left?", True),  # an irregular participle, read as "-ed" is
@@ -133,6 +135,20 @@ def test_a_question_about_the_present_is_told_from_one_about_the_past(
     question: str, present: bool
 ) -> None:
     assert route(question, START).present is present
+
+
+@pytest.mark.parametrize(
+    ("question", "past"),
+    [
+        ("Which dock took the returns before?", True),  # "before" ending its clause
+        ("Before, which dock took the returns?", True),
+        ("Is the dock busier than before?", True),
+        ("Which dock takes the returns before noon?", False),  # names a moment
+        ("Who checks the seals before the truck leaves?", False),
+    ],
+)
+def test_before_is_a_past_cue_only_as_an_adverb(question: str, past: bool) -> None:
+    assert route(question, START).past is past
 
 
 def test_present_freshness_applies_only_to_a_question_about_the_present(

@@ -266,9 +266,11 @@ class LLMConfig:
 #: Phrases that mark a question about past experience (article section 10's flowchart). A
 #: phrase in Latin letters matches as whole words, case-insensitively; any other as written.
 #: They place the question in the past: of several statements of a fact, it may ask for an
-#: earlier one ("the previous setting", "前回の設定").
+#: earlier one ("the previous setting", "前回の設定"); "before" only ending its clause ("the
+#: contact before?"): "how warm may it get before we stop it?" names no past.
 PAST_CUES: tuple[str, ...] = (
-    *("last time", "previous", "previously", "before", "earlier", "when did", "what happened"),
+    *("last time", "previous", "previously", "earlier", "when did", "what happened"),
+    *("before?", "before.", "before,", "before!", "ever before", "than before"),
     *("did we", "did i", "did you", "did they", "did he", "did she", "used to", "ago"),
     *("have we ever", "have i ever", "have you ever", "have we already", "have i already"),
     *("前回", "以前", "過去", "前に", "したこと", "あった", "この前"),
@@ -278,8 +280,7 @@ PAST_CUES: tuple[str, ...] = (
 #: "定例会議はいつ？" still ask about the present.
 EXPERIENCE_CUES: tuple[str, ...] = (
     *("remember", "experience", "experienced", "history", "incident", "same error"),
-    *("same problem", "same issue"),
-    *("経験", "いつ", "覚えて", "履歴", "事例", "同じ"),
+    *("same problem", "same issue", "経験", "いつ", "覚えて", "履歴", "事例", "同じ"),
 )
 #: Phrases that ask about the state of things now: the newest statement of a fact answers.
 PRESENT_CUES: tuple[str, ...] = (
@@ -306,9 +307,8 @@ COUNTING_CUES: tuple[str, ...] = (
 HOWTO_CUES: tuple[str, ...] = (
     *("how do", "how can", "how should", "how to", "how would", "step", "steps", "procedure"),
     *("procedures", "process for", "guide", "instructions", "workflow", "checklist"),
-    *("runbook", "recipe", "best way"),
-    *("手順", "方法", "やり方", "どうやって", "どのように", "どうすれば", "仕方", "進め方"),
-    *("フロー", "段取り"),
+    *("runbook", "recipe", "best way", "手順", "方法", "やり方", "どうやって", "どのように"),
+    *("どうすれば", "仕方", "進め方", "フロー", "段取り"),
 )
 
 
