@@ -49,6 +49,23 @@ def test_two_texts_are_translated_alike_when_either_holds_a_word_of_the_other() 
     assert not translated_alike("会議室の予約", "会議室は予約制です。")
 
 
+def test_a_loanword_is_known_whether_or_not_it_is_common() -> None:
+    """デプロイ is no common word of JMdict's; the list keeps loanwords all the same, and its
+    gloss "deploying" stands for "deploys" either way round."""
+    assert "デプロイ" in japanese_words("本番デプロイはいつ？")
+    english = "Production deploys are allowed on Tuesday mornings."
+    assert cross_share("デプロイはいつ？", english) == 1.0
+    assert cross_share("When are deploys allowed?", "デプロイは火曜日の朝だけ。") > 0
+    # ...and a shorter word left by taking an inflection off is no gloss: "times" is not "tim".
+    assert cross_share("何時？", "Tim is on call.") == 0.0
+
+
+def test_a_compound_written_open_holds_the_closed_one() -> None:
+    """ロールバック is glossed "rollback": a text writing "roll back" holds it."""
+    assert cross_share("ロールバック", "How do we roll back a release?") == 1.0
+    assert cross_share("ロールバック", "Roll the dice, back to square one.") == 0.0
+
+
 def test_a_hyphenated_compound_is_translated_by_its_parts() -> None:
     """The list knows words, not compounds: "check-in" asks for what "check in" does, and its
     form as one word ("checkin") is no further word the answer must translate."""

@@ -3,9 +3,10 @@
     python tools/build_lexicon.py PATH/TO/jamdict.db
 
 The input is the SQLite edition of JMdict that the ``jamdict-data`` package ships (unpacked,
-``jamdict.db``). Only the entries JMdict marks as common (any ``ke_pri``/``re_pri`` tag) are
-kept, with the English glosses of their first three senses: a word list for matching a
-question's words against a text in the other language, not a dictionary. The output,
+``jamdict.db``). The entries JMdict marks as common (any ``ke_pri``/``re_pri`` tag) are kept,
+and loanwords (a katakana form of three characters or more, in an entry with no kanji form)
+whether common or not, each with the English glosses of its first three senses: a word list
+for matching a question's words against a text in the other language, not a dictionary. The output,
 ``src/omoide/text/lexicon-ja-en.tsv.gz``, has one line per Japanese form::
 
     form<TAB>gloss; gloss; ...
@@ -53,7 +54,19 @@ def build(db: Path) -> dict[str, list[str]]:
         for word in sorted(words):
             known = forms.setdefault(word, [])
             known.extend(g for g in meanings if g not in known)
-    return forms
+    # Loanwords, common or not: written in katakana and with no kanji form, they are most of
+    # the technical vocabulary a fleet writes in Japanese (デプロイ, ロールバック, チルド). A
+    # form the common entries have keeps their glosses alone.
+    loans: dict[str, list[str]] = {}
+    for idseq, text in con.execute(
+        "SELECT idseq, text FROM Kana WHERE idseq NOT IN (SELECT idseq FROM Kanji)"
+    ):
+        if text in forms or not _KATAKANA.match(text) or len(text) < 3 or "・" in text:
+            continue
+        known = loans.setdefault(text, [])
+        meanings = [g for sid in senses[idseq][:SENSES] for g in glosses[sid]]
+        known.extend(g for g in meanings if g not in known)
+    return forms | {word: meanings for word, meanings in loans.items() if meanings}
 
 
 def main() -> int:

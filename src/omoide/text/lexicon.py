@@ -7,13 +7,16 @@ A bilingual word list gives the words signal back to such texts: a Japanese word
 question counts as held by an English text when one of its English glosses is there, and an
 English word by a Japanese text when one of the Japanese words glossed by it alone is there.
 
-The word list is the common entries of JMdict (``lexicon-ja-en.tsv.gz``, built by
-``tools/build_lexicon.py``; © the Electronic Dictionary Research and Development Group,
-Creative Commons Attribution-ShareAlike 4.0): about 31,000 Japanese forms with the English
-glosses of their first three senses. Japanese is split into its words by the longest form
-of the list at each position (a word of a text is found as a word, not inside a longer one:
-"pass" is not in パスワード); English words compare whole, with or without an inflection
-("fonts" holds "font"; a prefix would let "everything" stand for "every").
+The word list is the common entries and the loanwords of JMdict (``lexicon-ja-en.tsv.gz``,
+built by ``tools/build_lexicon.py``; © the Electronic Dictionary Research and Development
+Group, Creative Commons Attribution-ShareAlike 4.0): about 66,000 Japanese forms with the
+English glosses of their first three senses; katakana loanwords are most of the technical
+words a fleet writes in Japanese (デプロイ, ロールバック), common in JMdict or not. Japanese is
+split into its words by the longest form of the list at each position (a word of a text is
+found as a word, not inside a longer one: "pass" is not in パスワード); English words compare
+whole, with or without an inflection on either side ("fonts" holds "font", "deploys" the
+gloss "deploying"; a prefix would let "everything" stand for "every"), and two words of a
+text written open compare as the compound ("roll back" holds "rollback").
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import unicodedata
 from collections.abc import Sequence
 from functools import lru_cache
 from importlib import resources
+from itertools import pairwise
 
 from omoide.text.fulltext import STOP_WORDS, content_terms
 
@@ -75,14 +79,15 @@ class _Lexicon:
             keys: set[str] = set()
             for gloss in glosses.split("; "):
                 words = _gloss_keys(gloss)
-                keys |= words
+                inflected = _inflected(words)
+                keys |= inflected
                 # Only a short gloss says what the form *is*; a long one describes it. An
                 # English word is looked for as Japanese words of two characters or more that
                 # text is split into: a single kanji occurs in most texts, each of which would
                 # then be split (allowing them changed no answer of the fleets or the
                 # bilingual set), and a hiragana-only word is never one of a text's words.
                 if 0 < len(words) <= _REVERSE_WORDS and len(form) > 1 and not _HIRAGANA.match(form):
-                    for key in words:
+                    for key in inflected:
                         reverse.setdefault(key, set()).add(form)
             if keys:
                 self.english[form] = tuple(sorted(keys))
@@ -99,6 +104,13 @@ def _gloss_keys(gloss: str) -> set[str]:
     return {
         _stem(w) for w in words if len(w) > 1 and w not in STOP_WORDS and w not in _GLOSS_FILLER
     }
+
+
+def _inflected(words: set[str]) -> set[str]:
+    """Gloss words with their inflections taken off as a text's words are ("deploying" stands
+    for "deploys" too), where what is left is a word of four letters or more: a shorter one
+    is as likely another word ("times" is not "tim")."""
+    return words | {form for word in words for form in _forms(word) if len(form) > 3}
 
 
 def _stem(word: str) -> str:
@@ -186,7 +198,9 @@ def cross_share(question: str, text: str) -> float:
     text = unicodedata.normalize("NFKC", text)
     held: set[int] = set()
     if japanese:
-        for word in set(_ENGLISH_WORD.findall(text.lower())):
+        words = _ENGLISH_WORD.findall(text.lower())
+        # English writes a compound open as well as closed: "roll back" is "rollback".
+        for word in {*words, *(a + b for a, b in pairwise(words))}:
             for form in _forms(word):
                 held |= wanted.get(form, frozenset())
     elif any(form in text for form in wanted):  # only then is the text split into words
