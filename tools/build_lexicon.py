@@ -4,10 +4,11 @@
 
 The input is the SQLite edition of JMdict that the ``jamdict-data`` package ships (unpacked,
 ``jamdict.db``). The entries JMdict marks as common (any ``ke_pri``/``re_pri`` tag) are kept,
-and loanwords (a katakana form of three characters or more, in an entry with no kanji form)
-whether common or not, each with the English glosses of its first three senses: a word list
-for matching a question's words against a text in the other language, not a dictionary. The output,
-``src/omoide/text/lexicon-ja-en.tsv.gz``, has one line per Japanese form::
+and loanwords (a katakana form of three characters or more, without a middle dot, in an
+entry with no kanji form) whether common or not, each with the English glosses of its first
+three senses: a word list for matching a question's words against a text in the other
+language, not a dictionary. The output, ``src/omoide/text/lexicon-ja-en.tsv.gz``, has one
+line per Japanese form::
 
     form<TAB>gloss; gloss; ...
 
