@@ -46,15 +46,20 @@ def build(db: Path) -> dict[str, list[str]]:
     glosses: dict[int, list[str]] = defaultdict(list)
     for sid, text in con.execute("SELECT sid, text FROM SenseGloss WHERE lang = 'eng'"):
         glosses[sid].append(text.replace("\t", " ").replace(";", ","))
+
+    def add(table: dict[str, list[str]], word: str, idseq: int) -> None:
+        """The glosses of the entry's first senses, to those the word has."""
+        known = table.setdefault(word, [])
+        meanings = (g for sid in senses[idseq][:SENSES] for g in glosses[sid])
+        known.extend(g for g in meanings if g not in known)
+
     forms: dict[str, list[str]] = {}
     for idseq in sorted(set(kanji) | set(kana)):
         words = set(kanji.get(idseq, ()))
         # A kana form only for loanwords, or words JMdict has no common kanji form for.
         words |= {k for k in kana.get(idseq, ()) if _KATAKANA.match(k) or idseq not in kanji}
-        meanings = [g for sid in senses[idseq][:SENSES] for g in glosses[sid]]
         for word in sorted(words):
-            known = forms.setdefault(word, [])
-            known.extend(g for g in meanings if g not in known)
+            add(forms, word, idseq)
     # Loanwords, common or not: written in katakana and with no kanji form, they are most of
     # the technical vocabulary a fleet writes in Japanese (デプロイ, ロールバック, チルド). A
     # form the common entries have keeps their glosses alone.
@@ -64,9 +69,7 @@ def build(db: Path) -> dict[str, list[str]]:
     ):
         if text in forms or not _KATAKANA.match(text) or len(text) < 3 or "・" in text:
             continue
-        known = loans.setdefault(text, [])
-        meanings = [g for sid in senses[idseq][:SENSES] for g in glosses[sid]]
-        known.extend(g for g in meanings if g not in known)
+        add(loans, text, idseq)
     return forms | {word: meanings for word, meanings in loans.items() if meanings}
 
 
